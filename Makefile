@@ -1,0 +1,55 @@
+# Two commands for a fresh CPU-only machine with Python 3.11:
+#   make serve   install the site's tools and serve it at http://127.0.0.1:8000
+#   make test    install everything and run the whole verification
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH ?= torch==2.13.0
+# Torch's CPU build. PyPI's Linux wheel of torch is the multi-GB CUDA build, so
+# torch comes first, on its own: from a local wheel cache where pip is set up
+# with one (no index asked), else from PyTorch's CPU-only index.
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+
+.PHONY: help install serve build test test-unit test-codeblocks test-site test-browser lint bench-tiny clean
+
+help:
+	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
+	@echo "make test    install and run the whole verification (tests, code blocks, site, browser)"
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -c "import torch" 2>/dev/null || \
+	  $(BIN)/python -m pip install -q --no-index --no-deps "$(TORCH)" 2>/dev/null || \
+	  $(BIN)/python -m pip install -q --no-deps "$(TORCH)" --index-url $(TORCH_CPU_INDEX)
+	$(BIN)/python -m pip install -q -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+serve: install
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+
+build: install
+	$(BIN)/mkdocs build --strict
+
+lint: install
+	$(BIN)/ruff check .
+
+# The whole verification, in the order a failure is cheapest to read.
+test: install
+	$(BIN)/ruff check .
+	$(BIN)/pytest -n 2 tests --ignore=tests/browser
+	$(BIN)/pytest -n 2 --codeblocks docs/
+	$(BIN)/mkdocs build --strict
+	$(BIN)/pytest tests/browser
+
+bench-tiny: install
+	TRITON_INTERPRET=1 $(BIN)/python scripts/bench.py --tiny --all
+
+clean:
+	rm -rf site .cache

@@ -1,0 +1,126 @@
+"""MkDocs hooks: the build-time glue between examples/, results and the pages.
+
+* ``on_config``: one page per ``examples/*.py`` under "Examples" in the nav.
+* ``on_pre_build``: turn each example into a notebook (section markers removed)
+  and redraw every benchmark plot from ``benchmarks/results``.
+* ``on_files``: add those notebooks and plots to the site.
+* ``on_page_markdown``: render ``{{ bench ... }}`` expressions from the result
+  files; an unknown or missing result fails the build.
+
+Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import mkdocs.plugins
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import plots  # noqa: E402  (scripts/plots.py)
+import results  # noqa: E402  (scripts/results.py)
+
+EXAMPLES = ROOT / "examples"
+CACHE = ROOT / ".cache" / "site"
+NOTEBOOKS = CACHE / "notebooks"
+PLOTS = CACHE / "plots"
+DATA = CACHE / "data"  # JSON for the widgets: results, and traces of real kernels
+SECTION_MARKER = re.compile(r"^\s*#\s*-+8<-+\s*\[(start|end):[\w-]+\]\s*$")
+
+
+def example_files() -> list[Path]:
+    return sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write only when the bytes differ, so `mkdocs serve` does not rebuild in a loop."""
+    if path.exists() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return True
+
+
+def example_to_notebook(src: Path) -> bytes:
+    import jupytext
+
+    text = "\n".join(line for line in src.read_text().splitlines() if not SECTION_MARKER.match(line))
+    nb = jupytext.reads(text, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata.pop("jupytext", None)
+    return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
+
+
+def notebook_title(src: Path) -> str:
+    for line in src.read_text().splitlines():
+        m = re.match(r"^# # (.+)$", line)
+        if m:
+            return m.group(1).strip()
+    raise PluginError(f"{src.relative_to(ROOT)}: the first markdown cell needs a '# # Title' line")
+
+
+def on_config(config, **kwargs):
+    nav = config["nav"]
+    section = next((item for item in nav if isinstance(item, dict) and "Examples" in item), None)
+    if section is None:
+        raise PluginError("mkdocs.yml: the nav needs an 'Examples' section")
+    entries = section["Examples"]
+    listed = {e if isinstance(e, str) else next(iter(e.values())) for e in entries}
+    for src in example_files():
+        target = f"examples/{src.stem}.ipynb"
+        if target not in listed:
+            entries.append({notebook_title(src): target})
+    return config
+
+
+def on_pre_build(config, **kwargs):
+    for src in example_files():
+        write_if_changed(NOTEBOOKS / "examples" / f"{src.stem}.ipynb", example_to_notebook(src))
+    stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
+    for stem in stale:
+        (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
+    plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed)
+    data_dir = DATA / "assets" / "data"
+    write_if_changed(data_dir / "results.json", results.to_json(results.load()))
+    tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
+    if tracer.exists():
+        spec = importlib.util.spec_from_file_location("widget_data", tracer)
+        widget_data = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(widget_data)
+        for name, blob in sorted(widget_data.generate().items()):
+            write_if_changed(data_dir / name, blob)
+
+
+@mkdocs.plugins.event_priority(100)  # before mkdocs-jupyter wraps the notebooks
+def on_files(files, config, **kwargs):
+    use_urls = config["use_directory_urls"]
+    for nb in sorted((NOTEBOOKS / "examples").glob("*.ipynb")):
+        files.append(File(f"examples/{nb.name}", str(NOTEBOOKS), config["site_dir"], use_urls))
+    for svg in sorted((PLOTS / "assets" / "plots").glob("*.svg")):
+        files.append(File(f"assets/plots/{svg.name}", str(PLOTS), config["site_dir"], use_urls))
+    for blob in sorted((DATA / "assets" / "data").glob("*.json")):
+        files.append(File(f"assets/data/{blob.name}", str(DATA), config["site_dir"], use_urls))
+    return files
+
+
+BENCH_EXPR = re.compile(r"\{\{\s*bench\s+([^}]*?)\s*\}\}")
+
+
+def on_page_markdown(markdown, page, config, files, **kwargs):
+    data = results.load()
+
+    def render(m: re.Match) -> str:
+        try:
+            return results.render_expression(data, m.group(1))
+        except results.ResultError as err:
+            raise PluginError(f"{page.file.src_path}: {{{{ bench {m.group(1)} }}}}: {err}") from err
+
+    return BENCH_EXPR.sub(render, markdown)
+
