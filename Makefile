@@ -12,7 +12,7 @@ TORCH ?= torch==2.13.0
 # with one (no index asked), else from PyTorch's CPU-only index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: help install serve build test test-unit test-codeblocks test-site test-browser lint bench-tiny clean
+.PHONY: help install serve build test test-latest-triton lint bench-tiny clean
 
 help:
 	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
@@ -47,6 +47,20 @@ test: install
 	$(BIN)/pytest -n 2 --codeblocks docs/
 	$(BIN)/mkdocs build --strict
 	$(BIN)/pytest tests/browser
+
+# The examples' tests again under the newest Triton release, in a second venv, so the
+# site never teaches an API that has since been removed (block pointers went in 3.9).
+LATEST := .venv-triton-latest
+test-latest-triton:
+	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install -q --upgrade pip
+	$(LATEST)/bin/python -c "import torch" 2>/dev/null || \
+	  $(LATEST)/bin/python -m pip install -q --no-index --no-deps "$(TORCH)" 2>/dev/null || \
+	  $(LATEST)/bin/python -m pip install -q --no-deps "$(TORCH)" --index-url $(TORCH_CPU_INDEX)
+	$(LATEST)/bin/python -m pip install -q -e ".[test]"
+	$(LATEST)/bin/python -m pip install -q --upgrade --no-deps triton
+	$(LATEST)/bin/python -c "import triton; print('newest triton:', triton.__version__)"
+	$(LATEST)/bin/pytest -n 2 tests --ignore=tests/browser -p no:cacheprovider
 
 bench-tiny: install
 	TRITON_INTERPRET=1 $(BIN)/python scripts/bench.py --tiny --all

@@ -32,7 +32,7 @@ CACHE = ROOT / ".cache" / "site"
 NOTEBOOKS = CACHE / "notebooks"
 PLOTS = CACHE / "plots"
 DATA = CACHE / "data"  # JSON for the widgets: results, and traces of real kernels
-SECTION_MARKER = re.compile(r"^\s*#\s*-+8<-+\s*\[(start|end):[\w-]+\]\s*$")
+SECTION_MARKER = re.compile(r"^\s*#\s*-+8<-+\s*\[(start|end):([\w-]+)\]\s*$")
 
 
 def example_files() -> list[Path]:
@@ -46,6 +46,31 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return True
+
+
+def check_sections(src: Path) -> list[str]:
+    """Problems with the section markers of one example (an unmatched marker would make
+    pymdownx.snippets silently include everything up to the end of the file)."""
+    problems, open_at, seen = [], {}, set()
+    for lineno, line in enumerate(src.read_text().splitlines(), 1):
+        if "8<" not in line:
+            continue
+        m = SECTION_MARKER.match(line)
+        if m is None:
+            problems.append(f"{src.name}:{lineno}: malformed section marker {line.strip()!r}")
+            continue
+        kind, name = m.groups()
+        if kind == "start":
+            if name in seen or name in open_at:
+                problems.append(f"{src.name}:{lineno}: section {name!r} starts twice")
+            open_at[name] = lineno
+        elif name not in open_at:
+            problems.append(f"{src.name}:{lineno}: section {name!r} ends but never started")
+        else:
+            del open_at[name]
+            seen.add(name)
+    problems += [f"{src.name}:{n}: section {name!r} never ends" for name, n in open_at.items()]
+    return problems
 
 
 def example_to_notebook(src: Path) -> bytes:
@@ -81,6 +106,9 @@ def on_config(config, **kwargs):
 
 
 def on_pre_build(config, **kwargs):
+    problems = [p for src in example_files() for p in check_sections(src)]
+    if problems:
+        raise PluginError("examples/: " + "; ".join(problems))
     for src in example_files():
         write_if_changed(NOTEBOOKS / "examples" / f"{src.stem}.ipynb", example_to_notebook(src))
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}

@@ -25,6 +25,14 @@ PALETTE = {
 FALLBACK = ["#1e88e5", "#c0ca33", "#8d6e63", "#d81b60", "#43a047", "#fdd835"]
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def provider_color(provider: str, i: int) -> str:
     return PALETTE.get(provider, FALLBACK[i % len(FALLBACK)])
 
@@ -46,9 +54,12 @@ def draw(data: results.Results, bench: str) -> bytes:
     spec = data.specs.get(bench, {})
     meta = data.meta[rows[0]["example"]]
     metric = rows[0]["metric"]
+    labels = list(dict.fromkeys(r["x"] for r in rows))  # in measurement order
+    numeric = all(_is_number(x) for x in labels)
+    position = {x: (float(x) if numeric else i) for i, x in enumerate(labels)}
     series: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for r in rows:
-        series[(r["provider"], r["timing"])].append((float(r["x"]), r["value"]))
+        series[(r["provider"], r["timing"])].append((position[r["x"]], r["value"]))
 
     plt.rcParams.update({
         "svg.hashsalt": "triton-in-tiles",
@@ -75,8 +86,11 @@ def draw(data: results.Results, bench: str) -> bytes:
         ax.axhline(value, color=INK, linestyle=":", linewidth=1.2,
                    label=f"measured ceiling ({'copy' if name == 'copy' else 'cuBLAS ' + name} 8192³)"
                    if name != "copy" else "measured ceiling (device copy)")
-    xs = sorted({float(r["x"]) for r in rows})
-    if len(xs) > 2 and xs[-1] / max(xs[0], 1.0) > 16:
+    xs = sorted(position.values())
+    if not numeric:
+        ax.set_xticks(xs, labels, fontsize=8)
+        ax.set_xlim(xs[0] - 0.5, xs[-1] + 0.5)
+    elif len(xs) > 2 and xs[-1] / max(xs[0], 1.0) > 16:
         ax.set_xscale("log", base=2)
     ax.set_xlabel(rows[0]["x_name"])
     ax.set_ylabel(metric)
