@@ -117,11 +117,11 @@ def measure_ceilings() -> dict:
 
     ceilings = {}
     n = (2 << 30) // 4  # 2 GiB of fp32
-    src = torch.randn(n, device="cuda")
-    dst = torch.empty_like(src)
-    ms = do_bench(lambda: dst.copy_(src), warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
+    buffers = {"src": torch.randn(n, device="cuda")}
+    buffers["dst"] = torch.empty_like(buffers["src"])
+    ms = do_bench(lambda: buffers["dst"].copy_(buffers["src"]), warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
     ceilings["copy_gbps"] = round(2 * n * 4 / ms / 1e6, 1)
-    del src, dst
+    buffers.clear()
     s = 8192
     for dtype, key in ((torch.float16, "cublas_fp16_tflops"), (torch.bfloat16, "cublas_bf16_tflops")):
         a = torch.randn(s, s, device="cuda", dtype=dtype)
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
         meta = {
             "gpu": props.name, "sm_count": props.multi_processor_count, "driver": driver_version(),
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "method": METHOD, "ceilings": measure_ceilings(),
         }
         print(json.dumps(meta["ceilings"]), flush=True)

@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import plots  # noqa: E402  (scripts/plots.py)
 import results  # noqa: E402  (scripts/results.py)
+import targets  # noqa: E402  (scripts/targets.py)
 
 EXAMPLES = ROOT / "examples"
 CACHE = ROOT / ".cache" / "site"
@@ -138,17 +139,47 @@ def on_files(files, config, **kwargs):
     return files
 
 
+def all_plots(data: results.Results, assets: str) -> str:
+    """Every plot, each under its title, for the Benchmarks page."""
+    out = []
+    for bench in sorted({r["bench"] for r in data.rows}):
+        title = data.specs.get(bench, {}).get("title", bench)
+        out.append(f"### {title}\n\n![{title}]({assets}{bench}.svg)\n")
+    return "\n".join(out) if out else "*No results have been recorded yet.*"
+
+
 BENCH_EXPR = re.compile(r"\{\{\s*bench\s+([^}]*?)\s*\}\}")
+EXAMPLES_EXPR = re.compile(r"\{\{\s*examples\s*\}\}")
+
+
+def examples_table(page_path: str) -> str:
+    """A row per examples/*.py: its notebook page and the command that runs it."""
+    up = "../" * page_path.count("/")
+    rows = ["| example | run it |", "| --- | --- |"]
+    for src in example_files():
+        rows.append(f"| [{notebook_title(src)}]({up}examples/{src.stem}.ipynb) | `python examples/{src.name}` |")
+    return "\n".join(rows)
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
     data = results.load()
 
+    depth = page.file.src_path.count("/")
+    assets = "../" * depth + "assets/plots/"
+
     def render(m: re.Match) -> str:
+        expr = m.group(1).strip()
+        if expr == "targets":
+            return targets.markdown_table(data)
+        if expr == "summary":
+            return targets.summary_table(data)
+        if expr == "plots":
+            return all_plots(data, assets)
         try:
-            return results.render_expression(data, m.group(1))
+            return results.render_expression(data, expr)
         except results.ResultError as err:
             raise PluginError(f"{page.file.src_path}: {{{{ bench {m.group(1)} }}}}: {err}") from err
 
+    markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path), markdown)
     return BENCH_EXPR.sub(render, markdown)
 

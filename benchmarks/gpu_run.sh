@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One batched run on the lent GPU machine (see README "On a GPU machine").
+#   bash benchmarks/gpu_run.sh STAGE [STAGE ...]
+# Stages: probes | examples | tests | codeblocks | bench:<example>[,<example>...]
+# Everything it prints and writes lands in $OUT/run.tgz (logs/ and results/).
+# The machine has no network: pure-Python wheels the tests need (pytest-codeblocks,
+# pymdown-extensions, markdown) travel in .whl/ and are installed to /tmp/site.
+set -u
+export PYTHONUNBUFFERED=1 NO_MKDOCS_2_WARNING=1
+OUT=${OUT:-/tmp/out}
+LOG=$OUT/logs
+mkdir -p "$LOG" "$OUT/results"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+finish() { tar czf "$OUT/run.tgz" -C "$OUT" logs results; rm -rf "$LOG" "$OUT/results"; }
+trap finish EXIT
+nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
+python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name())" | tee "$LOG/versions.txt"
+
+for stage in "$@"; do
+  t0=$(date +%s)
+  case "$stage" in
+    probes)
+      for p in benchmarks/probes/*.py; do
+        n=$(basename "$p" .py)
+        timeout 150 python3 "$p" > "$LOG/probe_$n.txt" 2>&1
+        echo "probe $n rc=$? $(( $(date +%s) - t0 )) s"
+      done ;;
+    examples)
+      for e in examples/*.py; do
+        timeout 120 python3 "$e" > "$LOG/example_$(basename "$e" .py).txt" 2>&1
+        echo "example $(basename "$e") rc=$? $(tail -1 "$LOG/example_$(basename "$e" .py).txt" | cut -c1-150)"
+      done ;;
+    tests)
+      timeout 400 python3 -m pytest -q -p no:cacheprovider -n 4 tests --ignore=tests/browser -rfs > "$LOG/tests.txt" 2>&1
+      echo "tests rc=$? $(tail -1 "$LOG/tests.txt")" ;;
+    codeblocks)
+      timeout 300 python3 -m pytest -q -p no:cacheprovider --codeblocks docs/ > "$LOG/codeblocks.txt" 2>&1
+      echo "codeblocks rc=$? $(tail -1 "$LOG/codeblocks.txt")" ;;
+    bench:*)
+      args=()
+      IFS=',' read -ra names <<< "${stage#bench:}"
+      for e in "${names[@]}"; do args+=(--example "$e"); done
+      timeout 540 python3 scripts/bench.py "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
+      echo "bench ${stage#bench:} rc=$?"; grep -E "^(==|FAIL|NOT)" "$LOG/bench_${stage#bench:}.txt" ;;
+    *) echo "unknown stage $stage" ;;
+  esac
+  echo "stage $stage: $(( $(date +%s) - t0 )) s"
+done
