@@ -8,6 +8,7 @@ Answers, with the repository's own example code:
 3. Launch overhead per provider and size: host wall-clock us per launch vs do_bench GPU us.
    Decides which providers the page can contrast and whether the warm launcher
    (CompiledKernel handle from JITFunction.warmup) works on triton 3.6.0.
+   3b. Where the checking launcher's host time goes: checks, allocation, Triton's launch.
 4. What a launch with 65,536 programs on grid axis 1 does (the limit launch_grids checks).
 
 Usage: python benchmarks/probes/launch.py   (needs CUDA; about 30-60 s)
@@ -70,6 +71,18 @@ for provider in lo.PROVIDERS:
     print(f"{provider:<22}" + "".join(f"{c:>18}" for c in cells))
 key_cfg = {str(k): str(v) for k, v in lo.add_scalar_autotuned_kernel.cache.items()}
 print(f"autotune picks: {key_cfg}")
+
+print("\n## 3b. where the host time of the checking launcher goes (n = 1024, host us per call)")
+x = torch.randn(1024, device="cuda")
+out = torch.empty_like(x)
+parts = {
+    "check_input(x)": lambda: lo.check_input(x),
+    "torch.empty_like(x)": lambda: torch.empty_like(x),
+    "kernel[grid](...) only": lambda: lo.add_scalar_kernel[(1,)](x, out, 1024, 1.0, BLOCK_SIZE=1024),
+    "add_scalar(x, 1.0)": lambda: lo.add_scalar(x, 1.0),
+}
+for label, fn in parts.items():
+    print(f"{label:<26}{lo.host_us_per_call(fn, calls=5000, warmup=50):>8.2f}")
 
 print("\n## 4. grid axis 1 = 65,536 programs")
 try:

@@ -12,6 +12,14 @@ It answers, on the real GPU:
    memory access would kill this process's CUDA context).
 
 Run: python benchmarks/probes/strides.py   (needs CUDA; under 90 s)
+
+First run (2026-11-29, H200, 15 s): int32 wraps on the GPU exactly as in the
+interpreter; the layout trick shows the unwritten tail and the stray writes, and
+int64 fixes both; the plain launch fails in its subprocess. Choices made from it:
+64x64 pointer tiles and 128x64 descriptor blocks for the transpose, BLOCK_SIZE 4096
+for int8 add-one (int32 and int64 offsets measured the same), bias + ReLU left at
+16x256 (all five shapes within 3%). The row and column sums were far below torch
+with too few programs, so the sums sweep now also tries narrower blocks.
 """
 
 import subprocess
@@ -97,7 +105,7 @@ def transpose_sweep():
 
 
 def sums_sweep():
-    section("row_sum / col_sum fp32 8192x8192: GB/s (read only)")
+    section("row_sum / col_sum fp32 8192x8192: GB/s (read only); programs = 8192 / kept block")
     a = torch.randn(8192, 8192, device="cuda")
     nbytes = a.numel() * 4
     row("torch sum(1) / sum(0)", f"{gbps(nbytes, torch.sum, a, 1):.0f}", f"{gbps(nbytes, torch.sum, a, 0):.0f}")
@@ -105,6 +113,10 @@ def sums_sweep():
         r = gbps(nbytes, strides.row_sum, a, block_m=bm, block_n=bn)
         c = gbps(nbytes, strides.col_sum, a, block_m=bm, block_n=bn)
         row(f"{bm}x{bn}", f"row_sum {r:.0f}", f"col_sum {c:.0f}")
+    for bm, bn in ((4, 256), (8, 256), (2, 512), (4, 1024)):  # more, narrower row blocks
+        row(f"{bm}x{bn}", f"row_sum {gbps(nbytes, strides.row_sum, a, block_m=bm, block_n=bn):.0f}")
+    for bm, bn in ((128, 16), (256, 16), (128, 32), (256, 8)):  # more, narrower column blocks
+        row(f"{bm}x{bn}", f"col_sum {gbps(nbytes, strides.col_sum, a, block_m=bm, block_n=bn):.0f}")
 
 
 def bias_relu_sweep():
@@ -144,8 +156,9 @@ def crash_check():
     section("plain allocation, int32 offsets, n > 2**31, in a subprocess")
     try:
         p = subprocess.run([sys.executable, "-c", CRASH], capture_output=True, text=True, timeout=25)
-        last = (p.stdout + p.stderr).strip().splitlines()[-1:] or [""]
-        row(f"exit code {p.returncode}", last[0][:200])
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        said = [ln for ln in lines if "CUDA error" in ln or "finished" in ln] or lines[-1:] or [""]
+        row(f"exit code {p.returncode}", said[0][:200])
     except subprocess.TimeoutExpired:
         row("subprocess timed out after 25 s")
 

@@ -1,0 +1,1 @@
+"""Browser tests (a package, so that its conftest does not shadow tests/conftest.py as `conftest`)."""
