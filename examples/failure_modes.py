@@ -1,0 +1,345 @@
+# %% [markdown]
+# # Failure modes: kernels that are wrong in quiet ways, and their fixes
+#
+# Each section is a small kernel in a broken and a fixed form, chosen by a
+# `tl.constexpr` flag so both compile from the same source:
+#
+# * int32 offsets that wrap past 2^31 elements (`INT64_OFFSETS`);
+# * a store without a mask that writes past the end of its tensor (`MASKED`);
+# * tiles too large for shared memory, and a launcher that falls back to smaller ones;
+# * an fp32 `tl.dot` that is tf32 on the GPU and true fp32 in the interpreter,
+#   and bf16 arithmetic, which the interpreter gets wrong.
+#
+# Autotuning pitfalls live in `examples/autotune.py`, recompile storms in
+# `examples/constexpr_specialization.py`.
+#
+# Run it with `python examples/failure_modes.py`.
+
+# %%
+# --8<-- [start:setup]
+import os
+
+import torch
+
+if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+
+import triton
+import triton.language as tl
+from triton.runtime.errors import OutOfResources
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _check_tensor(name: str, t, dtypes, dim: int) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in dtypes:
+        raise TypeError(f"{name} must have dtype in {[str(d) for d in dtypes]}, got {t.dtype}")
+    if t.dim() != dim:
+        raise ValueError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
+    if dim == 1 and not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
+    if t.device.type == "cpu" and not INTERPRETED:
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+# --8<-- [end:setup]
+
+
+# %% [markdown]
+# ## 1. int32 offsets past 2^31 elements
+#
+# `tl.program_id` is an int32 and so is `BLOCK_SIZE`, so `pid * BLOCK_SIZE` is
+# computed in 32 bits. Past 2^31 elements it wraps to a negative offset: an illegal
+# address, or (worse) a valid address before the tensor. Casting the program id to
+# int64 first fixes it. `tile_offsets` shows the arithmetic on any device by
+# pretending to be the program `first_tile`.
+
+
+# %%
+# --8<-- [start:int32]
+@triton.jit
+def fill_kernel(
+    y_ptr,  # pointer to the output
+    n_elements,  # number of elements: an i64 argument once it passes 2^31
+    value,  # the value to write
+    BLOCK_SIZE: tl.constexpr,
+    INT64_OFFSETS: tl.constexpr,  # False: the bug; True: the fix
+):
+    pid = tl.program_id(0)  # int32
+    if INT64_OFFSETS:
+        pid = pid.to(tl.int64)  # (1)!
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (2)!
+    mask = offsets < n_elements
+    tl.store(y_ptr + offsets, (tl.zeros((BLOCK_SIZE,), tl.int32) + value).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def tile_offsets_kernel(out_ptr, first_tile, BLOCK_SIZE: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+    tile = tl.program_id(0) + first_tile  # the tile a program of a huge grid would own
+    if INT64_OFFSETS:
+        tile = tile.to(tl.int64)
+    offsets = tile * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(out_ptr + tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE), offsets.to(tl.int64))
+
+
+def fill(y: torch.Tensor, value: int, int64_offsets: bool = True, block_size: int = 1024) -> torch.Tensor:
+    """Write `value` into every element of the 1-D tensor y, in place."""
+    _check_tensor("y", y, (torch.int8, torch.int32, torch.float32), 1)
+    fill_kernel[(triton.cdiv(y.numel(), block_size),)](y, y.numel(), int(value), BLOCK_SIZE=block_size,
+                                                       INT64_OFFSETS=int64_offsets)
+    return y
+
+
+def tile_offsets(first_tile: int, n_tiles: int = 2, block_size: int = 4, int64_offsets: bool = True) -> list[int]:
+    """The offsets that programs first_tile .. first_tile + n_tiles - 1 compute, flattened."""
+    if not 0 <= first_tile < 2**31 - n_tiles:
+        raise ValueError(f"first_tile must be in [0, 2**31 - n_tiles), got {first_tile}")
+    out = torch.empty(n_tiles * block_size, device=DEVICE, dtype=torch.int64)
+    tile_offsets_kernel[(n_tiles,)](out, first_tile, BLOCK_SIZE=block_size, INT64_OFFSETS=int64_offsets)
+    return out.tolist()
+# --8<-- [end:int32]
+
+
+# %% [markdown]
+# ## 2. A missing mask
+#
+# Without a mask the last program loads and stores a whole tile, past the end of
+# the tensor. Nothing reports it: not the GPU (the bytes belong to the same
+# allocation), and not the interpreter, which reads and writes CPU memory as told.
+
+
+# %%
+# --8<-- [start:mask]
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n_elements, alpha, BLOCK_SIZE: tl.constexpr, MASKED: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    if MASKED:
+        mask = offsets < n_elements
+        y = tl.load(x_ptr + offsets, mask=mask).to(tl.float32) * alpha
+        tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:  # the bug: every lane of the last tile reads and writes
+        y = tl.load(x_ptr + offsets).to(tl.float32) * alpha
+        tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty))
+
+
+def scale(x: torch.Tensor, alpha: float, out: torch.Tensor | None = None, masked: bool = True,
+          block_size: int = 256) -> torch.Tensor:
+    """out = x * alpha. `masked=False` is the bug: it touches up to block_size - 1 elements past the end."""
+    floats = (torch.float16, torch.bfloat16, torch.float32)
+    _check_tensor("x", x, floats, 1)
+    out = torch.empty_like(x) if out is None else out
+    _check_tensor("out", out, floats, 1)
+    if out.shape != x.shape or out.dtype != x.dtype:
+        raise ValueError(f"out must match x in shape and dtype, got {tuple(out.shape)} {out.dtype}")
+    scale_kernel[(triton.cdiv(x.numel(), block_size),)](x, out, x.numel(), float(alpha), BLOCK_SIZE=block_size,
+                                                        MASKED=masked)
+    return out
+# --8<-- [end:mask]
+
+
+# %% [markdown]
+# ## 3. Tiles too large for shared memory
+#
+# A matmul's tiles are staged in shared memory, `num_stages` deep. On an H200 a
+# program gets at most about 227 KB; 128 x 256 x 128 fp16 tiles pipelined 4 deep need
+# more, and the first launch raises `OutOfResources`. The launcher tries configs from
+# largest to smallest and remembers the first one that runs on this device.
+
+
+# %%
+# --8<-- [start:matmul]
+@triton.jit
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr,  # C (M x N) = A (M x K) @ B (K x N)
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,  # "tf32" (the GPU's default for fp32) or "ieee"
+):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    c = acc.to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+MATMUL_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), largest first
+    (128, 256, 128, 8, 4),
+    (128, 128, 64, 4, 3),
+    (64, 64, 32, 4, 2),
+]
+_WORKING_CONFIG = {}  # (device, dtype, precision) -> the first config that launched
+
+
+def _launch_matmul(a, b, c, config, precision):
+    bm, bn, bk, warps, stages = config
+    grid = (triton.cdiv(a.shape[0], bm), triton.cdiv(b.shape[1], bn))
+    matmul_kernel[grid](a, b, c, a.shape[0], b.shape[1], a.shape[1], *a.stride(), *b.stride(), *c.stride(),
+                        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, INPUT_PRECISION=precision,
+                        num_warps=warps, num_stages=stages)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "tf32", configs=MATMUL_CONFIGS) -> torch.Tensor:
+    """a @ b with the largest config this device can run; fp32 accumulation."""
+    for name, t in (("a", a), ("b", b)):
+        _check_tensor(name, t, (torch.float16, torch.float32), 2)
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a and b do not chain: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    if a.dtype != b.dtype or a.device != b.device:
+        raise ValueError(f"a and b must share dtype and device, got {a.dtype}/{a.device} and {b.dtype}/{b.device}")
+    if precision not in ("tf32", "ieee"):
+        raise ValueError(f"precision must be 'tf32' or 'ieee', got {precision!r}")
+    c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
+    key = (str(a.device), a.dtype, precision, tuple(configs))
+    candidates = [_WORKING_CONFIG[key]] if key in _WORKING_CONFIG else list(configs)
+    for config in candidates:
+        try:
+            _launch_matmul(a, b, c, config, precision)
+        except OutOfResources:  # (1)!
+            continue
+        _WORKING_CONFIG[key] = config
+        return c
+    raise RuntimeError(f"no matmul config fits this device; tried {candidates}")
+
+
+def matmul_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """fp64 reference, returned in a's dtype."""
+    return (a.double() @ b.double()).to(a.dtype)
+# --8<-- [end:matmul]
+
+
+# %% [markdown]
+# ## 4. The interpreter is not the GPU
+#
+# Two differences that change results. The interpreter keeps an fp32 `tl.dot` in
+# true fp32, while a GPU uses tf32 unless asked for `"ieee"`. And the interpreter
+# holds bf16 values as raw 16-bit integers (triton issues 4972, 11584): converting
+# them to fp32 is exact, but arithmetic directly in bf16 returns garbage (or raises,
+# when a Python float is involved). `UPCAST` picks the safe form.
+
+
+# %%
+# --8<-- [start:precision]
+@triton.jit
+def add_kernel(x_ptr, y_ptr, z_ptr, n_elements, BLOCK_SIZE: tl.constexpr, UPCAST: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    if UPCAST:  # compute in fp32, round once on the way out
+        x = x.to(tl.float32)
+        y = y.to(tl.float32)
+    tl.store(z_ptr + offsets, (x + y).to(z_ptr.dtype.element_ty), mask=mask)
+
+
+def add(x: torch.Tensor, y: torch.Tensor, upcast: bool = True, block_size: int = 1024) -> torch.Tensor:
+    floats = (torch.float16, torch.bfloat16, torch.float32)
+    _check_tensor("x", x, floats, 1)
+    _check_tensor("y", y, floats, 1)
+    if x.shape != y.shape or x.dtype != y.dtype:
+        raise ValueError(f"x and y must match in shape and dtype, got {tuple(x.shape)} {x.dtype}, "
+                         f"{tuple(y.shape)} {y.dtype}")
+    z = torch.empty_like(x)
+    add_kernel[(triton.cdiv(x.numel(), block_size),)](x, y, z, x.numel(), BLOCK_SIZE=block_size, UPCAST=upcast)
+    return z
+
+
+def bf16_error(n: int = 1000, upcast: bool = False) -> float:
+    """Largest |add(x, y) - (x + y)| for bf16 inputs, the reference rounded from fp32."""
+    x = torch.randn(n, device=DEVICE, dtype=torch.bfloat16)
+    y = torch.randn(n, device=DEVICE, dtype=torch.bfloat16)
+    expected = (x.float() + y.float()).to(torch.bfloat16).float()
+    return float((add(x, y, upcast=upcast).float() - expected).abs().max())
+
+
+def dot_error(n: int = 127, precision: str = "tf32") -> float:
+    """Largest error of an fp32 n x n x n matmul against fp64, relative to the largest |entry|."""
+    a = torch.randn(n, n, device=DEVICE)
+    b = torch.randn(n, n, device=DEVICE)
+    exact = a.double() @ b.double()
+    got = matmul(a, b, precision=precision, configs=MATMUL_CONFIGS[2:]).double()
+    return float((got - exact).abs().max() / exact.abs().max())
+# --8<-- [end:precision]
+
+
+# %% [markdown]
+# ## Check it
+
+
+# %%
+# --8<-- [start:check]
+def self_check() -> None:
+    first = 2**31 // 4 - 1  # the last tile below 2^31 and the first above, with 4-element tiles
+    assert tile_offsets(first, int64_offsets=True)[4] == 2**31
+    assert tile_offsets(first, int64_offsets=False)[4] == -(2**31)  # wrapped
+    y = fill(torch.zeros(1025, device=DEVICE, dtype=torch.int8), 3)
+    assert bool((y == 3).all())
+    guard = torch.full((2048,), -1.0, device=DEVICE)
+    x = torch.randn(1000, device=DEVICE)
+    scale(x, 2.0, out=guard[:1000], masked=True)
+    assert bool((guard[1000:] == -1.0).all())
+    a = torch.randn(127, 33, device=DEVICE)
+    b = torch.randn(33, 255, device=DEVICE)
+    got = matmul(a, b, precision="ieee", configs=MATMUL_CONFIGS[2:])  # "ieee" fp32 on large tiles compiles slowly
+    torch.testing.assert_close(got, matmul_torch(a, b), rtol=1e-4, atol=1e-4)
+    print(f"failure_modes: on {DEVICE.type}, int32 offsets wrap at 2^31 and int64 ones do not; masked stores "
+          f"stay in bounds; matmul matches fp64 (fp32 dot error tf32 {dot_error(precision='tf32'):.1e}, "
+          f"ieee {dot_error(precision='ieee'):.1e})")
+# --8<-- [end:check]
+
+
+# %% [markdown]
+# ## Benchmark spec
+#
+# What the int64 fix costs: a fill with int32 offsets against the same fill with
+# int64 offsets, below 2^31 elements where both are correct (1 byte written per
+# element).
+
+
+# %%
+BENCHMARKS = [
+    {
+        "name": "failure_modes_fill_int8",
+        "title": "Fill, int8: int32 vs int64 offsets",
+        "x_name": "n",
+        "x_vals": [2**k for k in range(16, 31, 2)],
+        "tiny_x_vals": [1, 1025, 4097],
+        "providers": ["triton-int64", "triton-int32", "torch"],
+        "metric": "GB/s",
+        "ceiling": "copy",
+        "args": {},
+    },
+]
+
+
+def bench_case(name: str, provider: str, x: int, device=None) -> dict:
+    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
+    device = DEVICE if device is None else device
+    y = torch.empty(x, device=device, dtype=torch.int8)
+    fns = {
+        "triton-int64": lambda: fill(y, 7, int64_offsets=True),
+        "triton-int32": lambda: fill(y, 7, int64_offsets=False),
+        "torch": lambda: y.fill_(7),
+    }
+    return {
+        "fn": fns[provider],
+        "ref": lambda: torch.full((x,), 7, device=device, dtype=torch.int8),
+        "work": x * y.element_size(),  # bytes written
+        "rtol": 0.0,
+        "atol": 0.0,
+    }
+
+
+# %%
+if __name__ == "__main__":
+    self_check()

@@ -1,0 +1,242 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import failure_modes as ex
+import pytest
+import torch
+from triton.runtime.errors import OutOfResources
+
+from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def x_(*shape, **kw):
+    return torch.randn(*shape, device=DEVICE, **kw)
+
+
+# ----------------------------------------------------------------------------- 1. int32 offsets
+def test_int32_offsets_wrap_at_2_31():
+    first = 2**31 // 4 - 1  # tiles of 4: this program's last offset is 2^31 - 1
+    wrapped = ex.tile_offsets(first, int64_offsets=False)
+    exact = ex.tile_offsets(first, int64_offsets=True)
+    assert exact == list(range(2**31 - 4, 2**31 + 4))
+    assert wrapped[:4] == exact[:4]
+    assert wrapped[4:] == [-(2**31), -(2**31) + 1, -(2**31) + 2, -(2**31) + 3]
+
+
+def test_tile_offsets_rejects_bad_tiles():
+    with pytest.raises(ValueError, match="first_tile must be in"):
+        ex.tile_offsets(-1)
+    with pytest.raises(ValueError, match="first_tile must be in"):
+        ex.tile_offsets(2**31)
+
+
+@pytest.mark.parametrize("n", ODD_SIZES)
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.float32])
+@pytest.mark.parametrize("int64_offsets", [True, False])
+def test_fill_below_2_31_is_right_either_way(n, dtype, int64_offsets):
+    y = torch.full((n,), -5, device=DEVICE, dtype=dtype)
+    ex.fill(y, 7, int64_offsets=int64_offsets)
+    assert bool((y == 7).all())
+
+
+def test_fill_bad_inputs():
+    with pytest.raises(TypeError, match="y must be a torch.Tensor"):
+        ex.fill([1, 2], 3)
+    with pytest.raises(TypeError, match="y must have dtype in"):
+        ex.fill(x_(4, dtype=torch.float16), 3)
+    with pytest.raises(ValueError, match="y must be contiguous"):
+        ex.fill(torch.zeros(8, device=DEVICE, dtype=torch.int8)[::2], 3)
+
+
+_INT32_SCRIPT = """
+import json, torch, failure_modes as fm
+head, n = 2**31, 2**31 + 2**22
+buf = torch.zeros(head + n, device="cuda", dtype=torch.int8)  # 4 GiB: a guard region, then the tensor
+y = buf[head:]
+result = {}
+for int64 in (True, False):
+    buf.zero_()
+    fm.fill(y, 1, int64_offsets=int64)
+    torch.cuda.synchronize()
+    result["int64" if int64 else "int32"] = [int(y[:2**31].sum()), int(y[2**31:].sum()), int(buf[:head].sum())]
+print(json.dumps(result))
+"""
+
+
+@requires_gpu
+def test_gpu_int32_offsets_write_before_the_tensor():
+    # In a child process: had the wrapped address been outside the allocation, the illegal
+    # access would have killed this process's CUDA context and every test after it.
+    env = dict(os.environ, PYTHONPATH=str(EXAMPLES))
+    done = subprocess.run([sys.executable, "-c", _INT32_SCRIPT], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    # [written in the first 2^31 elements, written in the tail, written in the guard region before y]
+    assert result["int64"] == [2**31, 2**22, 0]
+    assert result["int32"] == [2**31, 0, 2**22]  # the tail was never written; the guard region was
+
+
+# ----------------------------------------------------------------------------- 2. masks
+def _guarded(n, pad=300):
+    """x and out as views into larger buffers, so out-of-bounds lanes hit memory we own and can inspect."""
+    xbuf = x_(n + 2 * pad)
+    obuf = torch.full((n + 2 * pad,), -1.0, device=DEVICE)
+    return xbuf, obuf, xbuf[pad:pad + n], obuf[pad:pad + n]
+
+
+@pytest.mark.parametrize("n", [17, 781, 1000])
+def test_masked_store_stays_in_bounds(n):
+    xbuf, obuf, x, out = _guarded(n)
+    ex.scale(x, 2.0, out=out, masked=True)
+    torch.testing.assert_close(out, 2 * x)
+    assert bool((obuf[:300] == -1).all()) and bool((obuf[300 + n:] == -1).all())
+
+
+@pytest.mark.parametrize("n", [17, 781, 1000])
+def test_missing_mask_overwrites_the_neighbours(n):
+    # Neither the GPU nor the interpreter reports it: the result looks right, the neighbours are not.
+    xbuf, obuf, x, out = _guarded(n)
+    ex.scale(x, 2.0, out=out, masked=False)
+    torch.testing.assert_close(out, 2 * x)
+    spill = -n % 256  # lanes of the last 256-wide tile past the end
+    torch.testing.assert_close(obuf[300 + n:300 + n + spill], 2 * xbuf[300 + n:300 + n + spill])
+    assert bool((obuf[300 + n + spill:] == -1).all())
+
+
+@pytest.mark.parametrize("n", ODD_SIZES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_scale_matches_torch(n, dtype):
+    x = x_(n, dtype=dtype)
+    torch.testing.assert_close(ex.scale(x, -3.0), (x.float() * -3.0).to(dtype), **tolerances(dtype))
+
+
+def test_scale_bad_inputs():
+    with pytest.raises(ValueError, match="x must be 1-D"):
+        ex.scale(x_(2, 3), 2.0)
+    with pytest.raises(ValueError, match="out must match x"):
+        ex.scale(x_(4), 2.0, out=x_(5))
+    with pytest.raises(TypeError, match="x must have dtype in"):
+        ex.scale(x_(4).to(torch.int64), 2.0)
+
+
+# ----------------------------------------------------------------------------- 3. shared memory
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+@pytest.mark.parametrize("shape", [(127, 33, 255), (1, 17, 1), (64, 64, 64)])
+def test_matmul_matches_reference(dtype, shape):
+    m, k, n = shape
+    a, b = x_(m, k, dtype=dtype), x_(k, n, dtype=dtype)
+    if dtype == torch.float32:  # "ieee": fp32-accurate on both devices; the largest fp32 tiles compile slowly
+        got = ex.matmul(a, b, precision="ieee", configs=ex.MATMUL_CONFIGS[2:])
+        torch.testing.assert_close(got, ex.matmul_torch(a, b), rtol=1e-4, atol=1e-4)
+    else:
+        torch.testing.assert_close(ex.matmul(a, b), ex.matmul_torch(a, b), **tolerances(dtype, matmul=True))
+
+
+def test_matmul_falls_back_when_out_of_shared_memory(monkeypatch):
+    # The interpreter has no shared memory, so the error is simulated here; the GPU test below is real.
+    attempts = []
+    real_launch = ex._launch_matmul
+
+    def launch(a, b, c, config, precision):
+        attempts.append(config)
+        if config == ex.MATMUL_CONFIGS[0]:
+            raise OutOfResources(262144, 232448, "shared memory")
+        return real_launch(a, b, c, config, precision)
+
+    monkeypatch.setattr(ex, "_launch_matmul", launch)
+    monkeypatch.setattr(ex, "_WORKING_CONFIG", {})
+    a, b = x_(127, 33), x_(33, 255)
+    torch.testing.assert_close(ex.matmul(a, b, precision="ieee"), ex.matmul_torch(a, b), rtol=1e-4, atol=1e-4)
+    assert attempts == ex.MATMUL_CONFIGS[:2]
+    ex.matmul(a, b, precision="ieee")  # remembered: no second failed attempt
+    assert attempts == ex.MATMUL_CONFIGS[:2] + [ex.MATMUL_CONFIGS[1]]
+
+
+def test_matmul_raises_when_nothing_fits(monkeypatch):
+    def launch(a, b, c, config, precision):
+        raise OutOfResources(10**6, 232448, "shared memory")
+
+    monkeypatch.setattr(ex, "_launch_matmul", launch)
+    monkeypatch.setattr(ex, "_WORKING_CONFIG", {})
+    with pytest.raises(RuntimeError, match="no matmul config fits this device"):
+        ex.matmul(x_(8, 8), x_(8, 8))
+
+
+@requires_gpu
+def test_gpu_large_tiles_raise_out_of_resources():
+    a = x_(512, 512, dtype=torch.float16)
+    b = x_(512, 512, dtype=torch.float16)
+    c = torch.empty(512, 512, device=DEVICE, dtype=torch.float16)
+    with pytest.raises(OutOfResources, match="out of resource: shared memory"):
+        ex._launch_matmul(a, b, c, ex.MATMUL_CONFIGS[0], "tf32")
+    ex._WORKING_CONFIG.clear()
+    torch.testing.assert_close(ex.matmul(a, b), ex.matmul_torch(a, b), **tolerances(torch.float16, matmul=True))
+    assert list(ex._WORKING_CONFIG.values()) == [ex.MATMUL_CONFIGS[1]]
+
+
+@pytest.mark.parametrize(
+    "a, b, kwargs, err, words",
+    [
+        (x_(4, 4).to(torch.int32), x_(4, 4), {}, TypeError, "a must have dtype in"),
+        (x_(4), x_(4, 4), {}, ValueError, "a must be 2-D"),
+        (x_(4, 5), x_(4, 4), {}, ValueError, "a and b do not chain"),
+        (x_(4, 4), x_(4, 4, dtype=torch.float16), {}, ValueError, "share dtype and device"),
+        (x_(4, 4), x_(4, 4), {"precision": "fp64"}, ValueError, "precision must be"),
+    ],
+)
+def test_matmul_bad_inputs(a, b, kwargs, err, words):
+    with pytest.raises(err, match=words):
+        ex.matmul(a, b, **kwargs)
+
+
+# ----------------------------------------------------------------------------- 4. interpreter vs GPU
+@pytest.mark.skipif(DEVICE.type == "cuda", reason="documents the interpreter's bf16 bug")
+def test_interpreter_bf16_arithmetic_is_wrong():
+    err = ex.bf16_error(upcast=False)
+    assert not err < 1.0  # garbage (often NaN): triton issues 4972, 11584
+    assert ex.bf16_error(upcast=True) <= 2**-5  # exact loads; at most one bf16 rounding step apart
+
+
+@requires_gpu
+def test_gpu_bf16_arithmetic_is_right():
+    assert ex.bf16_error(upcast=False) <= 2**-5
+    assert ex.bf16_error(upcast=True) <= 2**-5
+
+
+@pytest.mark.skipif(DEVICE.type == "cuda", reason="documents the interpreter's fp32 tl.dot")
+def test_interpreter_fp32_dot_is_true_fp32():
+    assert ex.dot_error(precision="tf32") < 1e-5  # asked for tf32, computed in fp32
+    assert ex.dot_error(precision="ieee") < 1e-5
+
+
+@requires_gpu
+def test_gpu_fp32_dot_is_tf32_unless_ieee():
+    tf32, ieee = ex.dot_error(precision="tf32"), ex.dot_error(precision="ieee")
+    assert ieee < 1e-5
+    assert tf32 > 1e-5 and tf32 > 10 * ieee
+
+
+def test_add_bad_inputs():
+    with pytest.raises(ValueError, match="x and y must match"):
+        ex.add(x_(4), x_(5))
+
+
+# ----------------------------------------------------------------------------- bench spec and self-check
+@pytest.mark.parametrize("provider", ex.BENCHMARKS[0]["providers"])
+def test_bench_case(provider):
+    spec = ex.BENCHMARKS[0]
+    for x in spec["tiny_x_vals"]:
+        case = ex.bench_case(spec["name"], provider, x)
+        torch.testing.assert_close(case["fn"](), case["ref"](), rtol=0, atol=0)
+        assert case["work"] == x
+
+
+def test_self_check_runs(capsys):
+    ex.self_check()
+    assert "int32 offsets wrap at 2^31" in capsys.readouterr().out
