@@ -186,7 +186,7 @@ def _():
         return
     files = [f"tests/test_{n}.py" for n in ("testing_kernels", "timing_methods", "debugging", "torch_op")]
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", "gpu",
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-k", "gpu",
                                *files], cwd=ROOT, capture_output=True, text=True, timeout=left - 5)
         out = (done.stdout + done.stderr).strip().splitlines()
         for line in [ln for ln in out if "FAILED" in ln or "Error" in ln][:8] + out[-1:]:
