@@ -34,16 +34,16 @@ for stage in "$@"; do
         echo "example $(basename "$e") rc=$? $(tail -1 "$LOG/example_$(basename "$e" .py).txt" | cut -c1-150)"
       done ;;
     tests)
-      timeout 400 python3 -m pytest -q -p no:cacheprovider -n 4 tests --ignore=tests/browser -rfs > "$LOG/tests.txt" 2>&1
+      timeout ${TESTS_TIMEOUT:-400} python3 -m pytest -q -p no:cacheprovider -n ${TESTS_WORKERS:-4} tests --ignore=tests/browser -rfs > "$LOG/tests.txt" 2>&1
       echo "tests rc=$? $(tail -1 "$LOG/tests.txt")" ;;
     codeblocks)
-      timeout 300 python3 -m pytest -q -p no:cacheprovider --codeblocks docs/ > "$LOG/codeblocks.txt" 2>&1
+      timeout ${CODEBLOCKS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -n ${TESTS_WORKERS:-4} --codeblocks docs/ > "$LOG/codeblocks.txt" 2>&1
       echo "codeblocks rc=$? $(tail -1 "$LOG/codeblocks.txt")" ;;
     bench:*)
       args=()
       IFS=',' read -ra names <<< "${stage#bench:}"
       for e in "${names[@]}"; do args+=(--example "$e"); done
-      timeout 540 python3 scripts/bench.py "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
+      timeout ${BENCH_TIMEOUT:-540} python3 scripts/bench.py "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
       echo "bench ${stage#bench:} rc=$?"; grep -E "^(==|FAIL|NOT)" "$LOG/bench_${stage#bench:}.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
