@@ -3,24 +3,33 @@
 Answers, with the repository's own example kernels (examples/matmul_persistent.py and
 examples/persistent_rows.py), launched directly with explicit configs (no autotune):
 
-1. Does the rows example's self-check pass on CUDA? (The matmul example's self-check,
-   which autotunes, runs last: section 7.)
+1. Does the rows example's self-check pass on CUDA? (The matmul launcher, which
+   autotunes, runs last: section 7.)
 2. cuBLAS fp16/bf16 TFLOP/s at S^3 (S = 1024..8192) and 4000x3000x2000: the bar to beat.
-3. Config sweep, fp16: every candidate config of the TMA, pointer-persistent and
-   one-program-per-tile kernels at S^3; then the best three of each on the ragged shape
-   (a ragged shape compiles a second specialization, so only the best get it);
-   do_bench / CUDA-graph TFLOP/s. Decides the autotune lists in matmul_configs() and
-   where each variant wins.
-4. RMS-norm rows, fp32, 2^26 elements: one program per row vs persistent with
-   programs_per_sm in {1, 2, 4, 8, 16, 32}, by row length N. Decides the default
-   programs_per_sm and the shapes where each launch wins.
-5. bf16: the best two fp16 configs of each variant per shape, again in bf16.
+3. RMS-norm rows, fp32, 2^26 elements: one program per row vs persistent with
+   programs_per_sm in {1, 4, 16, 32, 64} and the launcher's default (warp occupancy),
+   by row length N. Decides the default programs_per_sm and where each launch wins.
+4. Config sweep, fp16: every candidate config of the TMA, pointer-persistent and
+   one-program-per-tile kernels at S^3 for S = 1024, 2048, 4096; then the best two of
+   each on the ragged shape (a ragged shape compiles a second specialization, so only
+   the best get it); do_bench / CUDA-graph TFLOP/s. Decides the autotune lists in
+   matmul_configs() and where each variant wins.
+   4b: a persistent grid of 2 programs per SM for 128x128 tiles (3 stages fit twice).
+5. bf16: the best fp16 config of each variant per shape, again in bf16.
 6. Host-side cost of one launch (wall clock, back-to-back): torch.matmul, pointer kernel,
    TMA kernel (allocator + descriptors).
-7. The matmul example's self-check on CUDA (autotuned launcher, every variant, fallback).
+7. The example's autotuned launcher on CUDA: TMA path and the pointer fallback.
 
-A time guard stops the sweep at about 85 s and says what it skipped.
+A time guard stops the sweeps at about 78 s and says what it skipped.
 Usage: python benchmarks/probes/persistent.py   (needs CUDA)
+
+History. Run 1 (H200, 2026-11-29 23:38, 100 s) swept 128x256 / 128x128 / 64x128 / 128x64
+tiles at S = 1024..8192: 128x256x64 (8 warps, 3 stages) won every variant from 2048 up,
+64x128x64 won at 1024, and the pointer kernels collapsed on 4000x3000x2000 (N = 3000 is
+not a multiple of 16); those winners are matmul_configs(). It also showed persistent rows
+winning for short rows only with many programs per SM. Run 2 (this file) tries 256x128,
+GROUP_M 4/16, BLOCK_K 128 and 64x64 tiles for 1024 and 2048, the occupancy default for
+rows, and stops sweeping 8192 (run 1: every variant's best was 128x256 there).
 """
 
 import sys
@@ -39,7 +48,7 @@ from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 
 assert torch.cuda.is_available(), "this probe needs a GPU"
 T0 = time.time()
-BUDGET_S = 85
+BUDGET_S = 78
 DEV = torch.device("cuda")
 SMS = torch.cuda.get_device_properties(DEV).multi_processor_count
 print(f"# {torch.cuda.get_device_name()} SMs={SMS} torch {torch.__version__} triton {triton.__version__}")
@@ -100,27 +109,60 @@ for dtype in (torch.float16, torch.bfloat16):
         cells.append(cell(s, ms, gms))
     print(f"{str(dtype)[6:]:<6}" + "".join(f"{c:>16}" for c in cells))
 
+print("\n## 3. RMS-norm fp32, 2^26 elements, GB/s (do_bench): rows kernel, persistent x programs_per_sm, torch")
+PPS = (1, 4, 16, 32, 64, None)  # None: the launcher's default (warp occupancy)
+print(f"{'N':>6}{'rows':>8}" + "".join(f"{f'p{p}' if p else 'occ':>8}" for p in PPS) + f"{'torch':>8}")
+
+
+def rows_line(N):
+    M = 2**26 // N
+    x = torch.randn(M, N, device=DEV)
+    w = torch.randn(N, device=DEV)
+    gb = (2 * M * N * 4) / 1e6
+    fns = [lambda: pr.rms_norm_rows(x, w)]
+    fns += [lambda p=p: pr.rms_norm_persistent(x, w, programs_per_sm=p) for p in PPS]
+    fns += [lambda: torch.nn.functional.rms_norm(x, (N,), w, eps=1e-6)]
+    ref = pr.rms_norm_torch(x, w)
+    cells = []
+    for fn in fns:
+        try:
+            ok = torch.allclose(fn(), ref, rtol=1e-4, atol=1e-4)
+            cells.append(f"{gb / do_bench(fn, warmup=5, rep=20, return_mode='median'):.0f}" if ok else "BAD")
+        except Exception as e:  # noqa: BLE001
+            cells.append(type(e).__name__[:7])
+    return cells
+
+
+for N in (32, 128, 512, 2048, 8192, 32768):
+    if left() < -10:
+        print(f"  skipped (time): N={N}")
+        continue
+    print(f"{N:>6}" + "".join(f"{c:>8}" for c in rows_line(N)), flush=True)
+
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages[, WARP_SPECIALIZE, FLATTEN])
 TMA_CFGS = [
-    (128, 256, 64, 8, 8, 3, False, True),
+    (128, 256, 64, 8, 8, 3, False, True),  # run 1 winner from 2048 up
     (128, 256, 64, 8, 8, 3, True, False),
-    (128, 128, 64, 8, 8, 4, True, False),
-    (128, 128, 64, 8, 4, 4, False, True),
-    (128, 128, 128, 8, 8, 3, False, True),
-    (128, 128, 64, 8, 8, 5, False, True),
-    (64, 128, 64, 8, 4, 4, False, True),
-    (128, 64, 64, 8, 4, 4, False, True),
+    (256, 128, 64, 8, 8, 3, False, True),
+    (128, 256, 64, 4, 8, 3, False, True),
+    (128, 256, 64, 16, 8, 3, False, True),
+    (128, 256, 128, 8, 8, 2, False, True),
+    (64, 128, 64, 8, 4, 4, False, True),  # run 1 winner at 1024
+    (64, 128, 64, 8, 4, 3, False, True),
+    (64, 64, 64, 8, 4, 4, False, True),
 ]
 PTR_CFGS = [
-    (128, 256, 64, 8, 8, 3),
-    (128, 128, 64, 8, 8, 4),
-    (128, 128, 64, 8, 4, 4),
-    (64, 128, 64, 8, 4, 4),
-    (128, 128, 32, 8, 4, 4),
+    (128, 256, 64, 8, 8, 3),  # run 1 winner from 2048 up
+    (256, 128, 64, 8, 8, 3),
+    (128, 256, 64, 8, 8, 4),
+    (128, 256, 128, 8, 8, 2),
+    (64, 128, 64, 8, 4, 4),  # run 1 winner at 1024
+    (64, 128, 64, 8, 4, 3),
+    (64, 64, 64, 8, 4, 4),
 ]
 
 
-def launch(variant, cfg, a, b):
+def launch(variant, cfg, a, b, programs_per_sm=1):
     """A callable that runs one variant with an explicit config and returns C."""
     M, K = a.shape
     N = b.shape[1]
@@ -130,14 +172,14 @@ def launch(variant, cfg, a, b):
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm, num_warps=warps, num_stages=stages)
     if variant == "tma":
         meta.update(WARP_SPECIALIZE=cfg[6], FLATTEN=cfg[7])
-        kern = mp.matmul_tma_kernel[(min(SMS, tiles),)]
+        kern = mp.matmul_tma_kernel[(min(SMS * programs_per_sm, tiles),)]
 
         def fn():
             kern(a, b, c, M, N, K, **meta)
             return c
     else:
         kern = (mp.matmul_tiles_kernel if variant == "tiles" else mp.matmul_persistent_kernel)
-        grid = (tiles,) if variant == "tiles" else (min(SMS, tiles),)
+        grid = (tiles,) if variant == "tiles" else (min(SMS * programs_per_sm, tiles),)
         args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
         def fn():
@@ -178,9 +220,9 @@ def sweep(variant, cfgs, dtype, shapes_for_cfg):
 
 CUBLAS_OUT = {}
 BEST = {}
-print("\n## 3. fp16 config sweep, TFLOP/s do_bench/cudagraph (cfg = BM, BN, BK, GROUP_M, warps, stages[, WS, FLATTEN])")
+print("\n## 4. fp16 config sweep, TFLOP/s do_bench/cudagraph (cfg = BM, BN, BK, GROUP_M, warps, stages[, WS, FLATTEN])")
 print(f"{'':<47}" + "".join(f"{LABEL[s]:>16}" for s in SHAPES))
-SQUARE, RAGGED = SHAPES[:4], SHAPES[4]
+SQUARE, RAGGED = SHAPES[:3], SHAPES[4]  # 8192: see History
 
 
 def top(scores, shapes, n):
@@ -196,7 +238,7 @@ for variant, cfgs in (("tma", TMA_CFGS), ("persistent", PTR_CFGS), ("tiles", PTR
     BEST[variant] = sweep(variant, cfgs, torch.float16, lambda cfg: SQUARE)
 for variant in ("tma", "persistent", "tiles"):
     if left() > 0:
-        ragged = sweep(variant, top(BEST[variant], SQUARE[1:], 3), torch.float16, lambda cfg: [RAGGED])
+        ragged = sweep(variant, top(BEST[variant], SQUARE[1:], 2), torch.float16, lambda cfg: [RAGGED])
         BEST[variant][RAGGED] = ragged[RAGGED]
 print("best cudagraph config per shape (fp16), and ratio to cuBLAS (do_bench / cudagraph):")
 for variant in BEST:
@@ -206,43 +248,31 @@ for variant in BEST:
             cms, cgms = CUBLAS[(s, torch.float16)]
             print(f"  {variant:<11}{LABEL[s]:>15}  {str(cfg):<40} x{cms / ms:.2f} / x{cgms / gms:.2f}")
 
-print("\n## 4. RMS-norm fp32, 2^26 elements, GB/s (do_bench): rows kernel, persistent x programs_per_sm, torch")
-PPS = (1, 2, 4, 8, 16, 32)
-print(f"{'N':>6}{'rows':>8}" + "".join(f"{'p' + str(p):>8}" for p in PPS) + f"{'torch':>8}")
+print("\n## 4b. persistent grid of 1 vs 2 programs per SM, tiles small enough for two per SM (fp16)")
+print(f"{'':<47}" + "".join(f"{LABEL[s]:>16}" for s in SQUARE[1:]))
+for variant, cfg in (("tma", (128, 128, 64, 8, 4, 3, False, True)), ("persistent", (128, 128, 64, 8, 4, 3))):
+    for pps in (1, 2):
+        if left() < 0:
+            print(f"  skipped (time): {variant} {cfg} x{pps}")
+            continue
+        cells = []
+        for s in SQUARE[1:]:
+            a, b = inputs(s, torch.float16)
+            try:
+                fn = launch(variant, cfg, a, b, programs_per_sm=pps)
+                fn()
+                cells.append(cell(s, *bench(fn)))
+            except Exception as e:  # noqa: BLE001
+                cells.append(type(e).__name__[:14])
+        print(f"{variant:<11}{str(cfg) + f' x{pps}/SM':<36}" + "".join(f"{c:>16}" for c in cells), flush=True)
 
-
-def rows_line(N):
-    M = 2**26 // N
-    x = torch.randn(M, N, device=DEV)
-    w = torch.randn(N, device=DEV)
-    gb = (2 * M * N * 4) / 1e6
-    fns = [lambda: pr.rms_norm_rows(x, w)]
-    fns += [lambda p=p: pr.rms_norm_persistent(x, w, programs_per_sm=p) for p in PPS]
-    fns += [lambda: torch.nn.functional.rms_norm(x, (N,), w, eps=1e-6)]
-    ref = pr.rms_norm_torch(x, w)
-    cells = []
-    for fn in fns:
-        try:
-            ok = torch.allclose(fn(), ref, rtol=1e-4, atol=1e-4)
-            cells.append(f"{gb / do_bench(fn, warmup=5, rep=20, return_mode='median'):.0f}" if ok else "BAD")
-        except Exception as e:  # noqa: BLE001
-            cells.append(type(e).__name__[:7])
-    return cells
-
-
-for N in (32, 128, 512, 2048, 8192, 32768):
-    if left() < -10:
-        print(f"  skipped (time): N={N}")
-        continue
-    print(f"{N:>6}" + "".join(f"{c:>8}" for c in rows_line(N)), flush=True)
-
-print("\n## 5. bf16: best two fp16 configs per variant and shape, TFLOP/s do_bench/cudagraph")
+print("\n## 5. bf16: the best fp16 config per variant and shape, TFLOP/s do_bench/cudagraph")
 print(f"{'':<47}" + "".join(f"{LABEL[s]:>16}" for s in SHAPES))
 for variant, cfgs in (("tma", TMA_CFGS), ("persistent", PTR_CFGS), ("tiles", PTR_CFGS)):
     if left() < 0:
         print(f"  skipped (time): bf16 {variant}")
         continue
-    keep = {s: {c for _, _, c in sorted(BEST[variant][s])[:2]} for s in SHAPES}
+    keep = {s: {c for _, _, c in sorted(BEST[variant][s])[:1]} for s in SHAPES}
     chosen = [c for c in cfgs if any(c in k for k in keep.values())]
     sweep(variant, chosen, torch.bfloat16, lambda cfg, keep=keep: [s for s in SHAPES if cfg in keep[s]])
 
@@ -261,10 +291,14 @@ for name, fn in calls:
         fn()
     torch.cuda.synchronize()
     print(f"  {name:<32}{(time.perf_counter() - t) / 2000 * 1e6:8.1f}")
-print("\n## 7. matmul example self-check on CUDA (autotunes each variant)")
-if left() > 10:
+print("\n## 7. the example's autotuned launcher on CUDA, 512^3 fp16 (auto -> tma) and a transposed B")
+if left() > 12:
     try:
-        mp.self_check()
+        a, b = inputs((512, 512, 512), torch.float16)
+        for bb in (b, b.t().contiguous().t()):
+            out = mp.matmul_persistent(a, bb)
+            torch.testing.assert_close(out, mp.matmul_torch(a, bb), rtol=1e-2, atol=5e-2)
+        print("  ok")
     except Exception as err:  # noqa: BLE001
         print(f"FAIL matmul_persistent: {type(err).__name__}: {str(err)[:300]}")
         traceback.print_exc(limit=3)

@@ -1,0 +1,406 @@
+# %% [markdown]
+# # Persistent matmul with tensor descriptors
+#
+# `C = A @ B` three ways, all sharing one tile computation:
+#
+# * **tiles**: one program per output tile (the classic launch, grid = number of tiles);
+# * **persistent**: a grid the size of the GPU, each program looping over tiles in a
+#   grouped order;
+# * **tma**: the persistent loop again, with loads and stores through tensor
+#   descriptors (`tl.make_tensor_descriptor`), which Hopper turns into TMA copies.
+#
+# You will see:
+#
+# * a `@triton.jit` helper that computes one tile, called from two different kernels;
+# * how a persistent grid is sized (SM count on a GPU, a fixed small number on the CPU);
+# * the alignment rules tensor descriptors impose, and the launcher's fallback;
+# * autotuned configs on a GPU, one fixed config under the interpreter.
+#
+# Run it with `python examples/matmul_persistent.py`.
+
+# %%
+# --8<-- [start:setup]
+import os
+
+import torch
+
+if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+
+import triton
+import triton.language as tl
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# --8<-- [end:setup]
+
+
+# %% [markdown]
+# ## Which tile does a program own?
+#
+# Tiles are numbered `0 .. num_tiles - 1`. Walking them row by row would make every
+# program in flight read a different block-row of A and all of B; grouping `GROUP_M`
+# block-rows together makes programs that run at the same time share their A and B
+# tiles in L2.
+
+
+# %%
+# --8<-- [start:tile-helpers]
+@triton.jit
+def _tile_coords(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of tile `tile_id` in grouped order."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles_per_group = GROUP_M * num_pid_n  # (1)!
+    group = tile_id // tiles_per_group
+    first_pid_m = group * GROUP_M
+    group_rows = min(num_pid_m - first_pid_m, GROUP_M)  # the last group may be shorter
+    pid_m = first_pid_m + (tile_id % tiles_per_group) % group_rows
+    pid_n = (tile_id % tiles_per_group) // group_rows
+    return pid_m, pid_n
+
+
+@triton.jit
+def _matmul_tile(
+    a_ptr, b_ptr, c_ptr,  # pointers to A (M, K), B (K, N), C (M, N)
+    M, N, K,  # problem size
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # element strides
+    pid_m, pid_n,  # which output tile to compute
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """Compute and store one BLOCK_M x BLOCK_N tile of C = A @ B."""
+    offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # (2)!
+    offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)  # fp32 accumulator
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K  # the last K step is ragged: mask it
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + offs_cm[:, None] * stride_cm + offs_cn[None, :] * stride_cn
+    mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)  # input dtype out
+# --8<-- [end:tile-helpers]
+
+
+# %% [markdown]
+# ## Two kernels, one tile computation
+#
+# The non-persistent kernel asks the hardware for one program per tile; the
+# persistent kernel asks for a fixed number of programs and strides through the
+# tiles itself.
+
+
+# %%
+# --8<-- [start:kernels]
+@triton.jit
+def matmul_tiles_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """One program per output tile: grid = number of tiles."""
+    pid_m, pid_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    _matmul_tile(a_ptr, b_ptr, c_ptr, M, N, K,
+                 stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                 pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
+
+
+@triton.jit
+def matmul_persistent_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """A fixed grid (about one program per SM); each program loops over tiles."""
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):  # (1)!
+        pid_m, pid_n = _tile_coords(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        _matmul_tile(a_ptr, b_ptr, c_ptr, M, N, K,
+                     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                     pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
+# --8<-- [end:kernels]
+
+
+# %% [markdown]
+# ## The TMA variant
+#
+# A tensor descriptor carries the base pointer, shape, strides and block shape of a
+# 2-D tensor. `desc.load([row, col])` fetches a whole block; rows and columns past
+# the shape read as zero and stores past it are dropped, so no masks are needed.
+# On Hopper the compiler lowers these to TMA copies into shared memory, issued by
+# a single thread, which frees the other warps for math.
+
+
+# %%
+# --8<-- [start:tma-kernel]
+@triton.jit
+def matmul_tma_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,  # A, B, C must be row-major with 16-byte-aligned rows
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,  # split the loop into producer (TMA) and consumer (MMA) warps
+    FLATTEN: tl.constexpr,  # flatten the tile loop and the K loop into one pipelined loop
+):
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],  # (1)!
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),
+                            flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = _tile_coords(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BLOCK_K)):
+            a = a_desc.load([off_m, k * BLOCK_K])  # (2)!
+            b = b_desc.load([k * BLOCK_K, off_n])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))  # (3)!
+# --8<-- [end:tma-kernel]
+
+
+# %% [markdown]
+# ## Launch settings
+#
+# On a GPU each kernel is autotuned over a short list of configs picked from
+# measurements on an H200 (`benchmarks/probes/persistent.py`). The interpreter cannot
+# run a multi-config autotune, so on the CPU every kernel gets one small fixed config:
+# small tiles make many tiles, so the persistent loop really loops.
+
+
+# %%
+# --8<-- [start:configs]
+def _cfg(bm, bn, bk, group_m, warps, stages, **extra):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **extra},
+                         num_warps=warps, num_stages=stages)
+
+
+def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
+    """Autotune candidates for `variant` and `dtype` on this device (one config on the CPU)."""
+    extra = {"WARP_SPECIALIZE": False, "FLATTEN": True} if variant == "tma" else {}
+    if DEVICE.type != "cuda":  # the interpreter: one config, no tuning
+        return [_cfg(32, 32, 32, 4, 4, 1, **extra)]
+    if dtype == torch.float32:  # 4-byte elements: half the K depth, or the stages overflow shared memory
+        return [_cfg(128, 128, 32, 8, 8, 3, **extra), _cfg(64, 128, 32, 8, 4, 3, **extra)]
+    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024
+        return [
+            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True),
+            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=True, FLATTEN=False),
+            _cfg(128, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True),
+            _cfg(64, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True),
+        ]
+    configs = [_cfg(128, 256, 64, 8, 8, 3), _cfg(128, 128, 64, 8, 8, 4), _cfg(64, 128, 64, 8, 4, 4)]
+    if variant == "tiles":  # BLOCK_K = 32 measured best on ragged shapes (N = 3000)
+        configs.append(_cfg(128, 128, 32, 8, 4, 4))
+    return configs
+
+
+def num_persistent_programs(device: torch.device) -> int:
+    """How many programs a persistent grid launches: one per SM (a tile needs a whole SM's
+    shared memory), or a fixed small number under the interpreter."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4
+
+
+_KERNELS = {"tiles": matmul_tiles_kernel, "persistent": matmul_persistent_kernel, "tma": matmul_tma_kernel}
+_TUNED = {}
+
+
+def tuned_kernel(variant: str, dtype: torch.dtype = torch.float16):
+    """The autotuned wrapper of `variant`'s kernel for `dtype` (built on first use, not at import)."""
+    key = (variant, dtype == torch.float32)
+    if key not in _TUNED:
+        configs = matmul_configs(variant, dtype)
+        _TUNED[key] = triton.autotune(configs=configs, key=["M", "N", "K"])(_KERNELS[variant])
+    return _TUNED[key]
+# --8<-- [end:configs]
+
+
+# %% [markdown]
+# ## The launcher
+#
+# It validates the inputs, allocates C in the input dtype and picks the variant.
+# `variant="auto"` uses the TMA kernel when A, B and C satisfy the descriptor rules
+# (row-major, 16-byte-aligned base and row stride) and falls back to the pointer-based
+# persistent kernel otherwise; `variant="tma"` raises instead of falling back.
+
+
+# %%
+# --8<-- [start:launcher]
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+VARIANTS = ("auto", "tiles", "persistent", "tma")
+
+
+def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
+        if t.numel() == 0:
+            raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions must match: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+    if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+    span = max((t.shape[0] - 1) * abs(t.stride(0)) + (t.shape[1] - 1) * abs(t.stride(1)) + 1 for t in (a, b))
+    if max(span, a.shape[0] * b.shape[1]) >= 2**31:
+        raise ValueError("a, b and the output must each span fewer than 2**31 elements (int32 offsets)")
+
+
+def tma_compatible(t: torch.Tensor) -> bool:
+    """Tensor descriptors need a contiguous last dim, a 16-byte-aligned base and row stride."""
+    return (t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0
+            and t.data_ptr() % 16 == 0)
+
+
+def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto") -> torch.Tensor:
+    """C = A @ B with fp32 accumulation, returned in the input dtype.
+
+    variant: "tiles" (one program per tile), "persistent" (pointer loads, SM-sized grid),
+    "tma" (tensor descriptors, SM-sized grid) or "auto" (tma when possible, else persistent).
+    """
+    _check_inputs(a, b)
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    fits_tma = all(tma_compatible(t) for t in (a, b, c))
+    if variant == "tma" and not fits_tma:
+        raise ValueError("variant='tma' needs row-major a and b whose base and row stride are 16-byte "
+                         f"aligned (and N * {a.element_size()} bytes divisible by 16); got a.stride()="
+                         f"{a.stride()}, b.stride()={b.stride()}, N={N}. Use variant='auto' to fall back.")
+    if variant == "auto":
+        variant = "tma" if fits_tma else "persistent"
+    kernel = tuned_kernel(variant, a.dtype)
+    n_programs = num_persistent_programs(a.device)
+
+    def grid(meta):
+        tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
+        return (tiles,) if variant == "tiles" else (min(n_programs, tiles),)  # (1)!
+
+    if variant == "tma":
+        if a.device.type == "cuda":  # descriptors built in the kernel need a global scratch buffer
+            triton.set_allocator(_cuda_scratch)
+        kernel[grid](a, b, c, M, N, K)
+    else:
+        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                     c.stride(0), c.stride(1))
+    return c
+
+
+def _cuda_scratch(size: int, alignment: int, stream):
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+def matmul_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The plain torch reference: fp32 product, rounded to the input dtype."""
+    return (a.float() @ b.float()).to(a.dtype)
+# --8<-- [end:launcher]
+
+
+# %% [markdown]
+# ## Check it
+#
+# Odd shapes (no dimension a multiple of the block), every variant, and a transposed
+# B, which has no contiguous last dim, so "auto" must fall back to the pointer kernel.
+
+
+# %%
+# --8<-- [start:check]
+def self_check(shapes=((127, 255, 33), (1, 17, 5), (64, 96, 80))) -> None:
+    dtype = torch.float16
+    tol = {"rtol": 1e-2, "atol": 1e-2}
+    for M, N, K in shapes:
+        a = torch.randn(M, K, device=DEVICE, dtype=dtype)
+        b = torch.randn(K, N, device=DEVICE, dtype=dtype)
+        ref = matmul_torch(a, b)
+        for variant in ("tiles", "persistent", "auto"):
+            torch.testing.assert_close(matmul_persistent(a, b, variant=variant), ref, **tol)
+    bt = torch.randn(40, 48, device=DEVICE, dtype=dtype).t()  # (48, 40), stride (1, 48)
+    a = torch.randn(31, 48, device=DEVICE, dtype=dtype)
+    torch.testing.assert_close(matmul_persistent(a, bt), matmul_torch(a, bt), **tol)
+    print(f"matmul_persistent: tiles, persistent and tma == fp32 torch on {DEVICE.type} "
+          f"for (M, N, K) in {[tuple(s) for s in shapes]} and a transposed B")
+# --8<-- [end:check]
+
+
+# %% [markdown]
+# ## Benchmark spec
+#
+# Square sizes in fp16 and bf16, plus one ragged shape. Timed twice: `do_bench`
+# (includes the host-side launch cost when the kernel is short) and a CUDA graph
+# (the kernel alone). bf16 cannot be checked under the interpreter (it is wrong
+# there), so the bf16 benches have no tiny sizes.
+
+
+# %%
+PROVIDERS = ["cublas", "triton", "triton-persistent", "triton-persistent-tma"]
+_VARIANT_OF = {"triton": "tiles", "triton-persistent": "persistent", "triton-persistent-tma": "tma"}
+
+BENCHMARKS = [
+    {
+        "name": f"matmul_persistent_{tag}",
+        "title": f"Matmul S x S x S, {tag}",
+        "x_name": "S",
+        "x_vals": [1024, 2048, 4096, 8192],
+        "tiny_x_vals": [40, 136] if tag == "fp16" else [],  # aligned: the TMA provider needs it
+        "providers": PROVIDERS,
+        "metric": "TFLOP/s",
+        "ceiling": tag,
+        "cudagraph": True,
+        "args": {"dtype": tag},
+    }
+    for tag in ("fp16", "bf16")
+] + [
+    {
+        "name": "matmul_persistent_ragged_fp16",
+        "title": "Matmul, ragged M x N x K, fp16",
+        "x_name": "M x N x K",
+        "x_vals": ["4000x3000x2000"],
+        "tiny_x_vals": ["127x248x40"],
+        "providers": PROVIDERS,
+        "metric": "TFLOP/s",
+        "ceiling": "fp16",
+        "cudagraph": True,
+        "args": {"dtype": "fp16"},
+    },
+]
+
+
+def bench_case(name: str, provider: str, x, device=None, dtype: str = "fp16") -> dict:
+    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
+    device = DEVICE if device is None else device
+    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    M, N, K = (int(v) for v in x.split("x")) if isinstance(x, str) else (x, x, x)
+    a = torch.randn(M, K, device=device, dtype=torch_dtype)
+    b = torch.randn(K, N, device=device, dtype=torch_dtype)
+    if provider == "cublas":
+        fn = lambda: torch.matmul(a, b)  # noqa: E731
+    else:
+        fn = lambda: matmul_persistent(a, b, variant=_VARIANT_OF[provider])  # noqa: E731
+    tol = 2e-2 if dtype == "bf16" else 1e-2
+    return {"fn": fn, "ref": lambda: matmul_torch(a, b), "work": 2.0 * M * N * K,
+            "rtol": tol, "atol": tol * max(1.0, K**0.5 / 8)}
+
+
+# %%
+if __name__ == "__main__":
+    self_check()

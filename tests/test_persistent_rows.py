@@ -1,0 +1,117 @@
+import persistent_rows as ex
+import pytest
+import torch
+
+from conftest import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
+
+LAUNCHERS = {"rows": ex.rms_norm_rows, "persistent": ex.rms_norm_persistent}
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.randn(*shape, device=DEVICE, dtype=dtype)
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+@pytest.mark.parametrize("shape", [(1, 1), (17, 33), (127, 255), (3, 1025), (23, 781)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_matches_torch(launcher, shape, dtype):
+    x, w = rand(*shape, dtype=dtype), rand(shape[1], dtype=dtype)
+    out = LAUNCHERS[launcher](x, w)
+    assert out.dtype == dtype and out.shape == x.shape
+    torch.testing.assert_close(out, ex.rms_norm_torch(x, w), **tolerances(dtype))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_row_strided_input(launcher):
+    base = rand(19, 48)
+    x = base[:, 5:38]  # (19, 33), row stride 48
+    w = rand(33)
+    torch.testing.assert_close(LAUNCHERS[launcher](x, w), ex.rms_norm_torch(x, w), **tolerances(x.dtype))
+
+
+@pytest.mark.parametrize("programs_per_sm", [None, 1, 2, 7])
+def test_programs_per_sm(programs_per_sm):
+    x, w = rand(29, 40), rand(40)
+    out = ex.rms_norm_persistent(x, w, programs_per_sm=programs_per_sm)
+    torch.testing.assert_close(out, ex.rms_norm_torch(x, w), **tolerances(x.dtype))
+
+
+@pytest.mark.parametrize("programs", [1, 2, 5, 7])
+def test_every_row_written(programs):
+    # Poison y; launch the persistent kernel with fewer programs than rows (and with
+    # one program per row): a row the loop skips keeps its NaN.
+    M, N = 7, 20
+    x, w = rand(M, N), rand(N)
+    y = torch.full_like(x, float("nan"))
+    ex.rms_norm_persistent_kernel[(programs,)](x, w, y, M, N, x.stride(0), y.stride(0), 1e-6, BLOCK_N=32)
+    assert not torch.isnan(y).any()
+    torch.testing.assert_close(y, ex.rms_norm_torch(x, w), **tolerances(x.dtype))
+
+
+def test_grid_size():
+    if DEVICE.type == "cpu":
+        assert ex.persistent_grid(DEVICE, 8) == 3
+    else:
+        sms = torch.cuda.get_device_properties(DEVICE).multi_processor_count
+        assert ex.persistent_grid(DEVICE, 4) == 4 * sms
+
+
+@pytest.mark.parametrize(
+    "x, w, kwargs, err, words",
+    [
+        ([1.0], rand(1), {}, TypeError, "x must be a torch.Tensor"),
+        (rand(2, 3), rand(3).to(torch.int32), {}, TypeError, "weight must be float16"),
+        (rand(6), rand(6), {}, ValueError, "x must be 2-D"),
+        (rand(2, 0), rand(0), {}, ValueError, "x must have 1 to"),
+        (rand(1, ex.MAX_N + 1), rand(ex.MAX_N + 1), {}, ValueError, "x must have 1 to"),
+        (rand(3, 4).t(), rand(3), {}, ValueError, "contiguous last dim"),
+        (rand(2, 3), rand(4), {}, ValueError, "weight must be contiguous with shape"),
+        (rand(2, 3), rand(3, dtype=torch.float16), {}, TypeError, "same dtype"),
+        (rand(2, 3), rand(3), {"eps": 0.0}, ValueError, "eps must be positive"),
+    ],
+)
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_bad_inputs(launcher, x, w, kwargs, err, words):
+    with pytest.raises(err, match=words):
+        LAUNCHERS[launcher](x, w, **kwargs)
+
+
+@pytest.mark.parametrize("programs_per_sm", [0, -1, 2.0])
+def test_bad_programs_per_sm(programs_per_sm):
+    with pytest.raises(ValueError, match="programs_per_sm must be a positive int or None"):
+        ex.rms_norm_persistent(rand(2, 3), rand(3), programs_per_sm=programs_per_sm)
+
+
+@pytest.mark.skipif(DEVICE.type != "cuda", reason="needs a GPU and a CPU tensor side by side")
+def test_mixed_devices():
+    with pytest.raises(ValueError, match="same device"):
+        ex.rms_norm_rows(rand(2, 3), torch.randn(3))
+
+
+@pytest.mark.parametrize("provider", ["triton", "triton-persistent", "torch"])
+def test_bench_cases_tiny(provider):
+    spec = ex.BENCHMARKS[0]
+    for x in spec["tiny_x_vals"]:
+        case = ex.bench_case(spec["name"], provider, x, device=DEVICE)
+        torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
+
+
+def test_self_check_runs(capsys):
+    ex.self_check(shapes=((5, 9),))
+    assert "one-program-per-row and persistent" in capsys.readouterr().out
+
+
+@requires_gpu
+def test_warp_occupancy():
+    # Hopper has 64 warp slots per SM: 64 one-warp programs, 4 sixteen-warp programs.
+    slots = torch.cuda.get_device_properties(DEVICE).max_threads_per_multi_processor // 32
+    assert ex.warp_occupancy(DEVICE, 1) == slots and ex.warp_occupancy(DEVICE, 16) == slots // 16
+
+
+@requires_gpu
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+@pytest.mark.parametrize("shape", [(100_003, 64), (263, 32768), (1, 4096)])
+def test_gpu_large(launcher, shape):
+    # Many more rows than the persistent grid; the longest rows use 16 warps.
+    x, w = rand(*shape), rand(shape[1])
+    torch.testing.assert_close(LAUNCHERS[launcher](x, w), ex.rms_norm_torch(x, w), rtol=1e-5, atol=1e-5)

@@ -1,0 +1,220 @@
+import pytest
+import softmax as ex
+import torch
+
+from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
+
+# the online step is run with small chunks so that every shape spans several of them
+ONLINE_SMALL = {"block_n": 64}
+
+
+def rows(m, n, dtype=torch.float32, scale=5.0):
+    return (scale * torch.randn(m, n, device=DEVICE)).to(dtype)
+
+
+@pytest.mark.parametrize("n", ODD_SIZES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_launcher_matches_torch(n, dtype):
+    x = rows(5, n, dtype)
+    torch.testing.assert_close(ex.softmax(x), ex.softmax_torch(x), **tolerances(dtype))
+
+
+@pytest.mark.parametrize("variant", ex.VARIANTS)
+@pytest.mark.parametrize("m, n", [(1, 1), (3, 17), (9, 127), (2, 781), (3, 1025)])
+def test_every_step_matches_torch(variant, m, n):
+    x = rows(m, n)
+    cfg = ONLINE_SMALL if variant == "online" else {}
+    torch.testing.assert_close(ex.softmax(x, variant, **cfg), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ex.VARIANTS)
+def test_fp16_every_step(variant):
+    x = rows(7, 300, torch.float16)
+    cfg = ONLINE_SMALL if variant == "online" else {}
+    out = ex.softmax(x, variant, **cfg)
+    assert out.dtype == torch.float16
+    torch.testing.assert_close(out, ex.softmax_torch(x), **tolerances(torch.float16))
+
+
+@pytest.mark.parametrize("reverse", [True, False])
+@pytest.mark.parametrize("num_programs", [1, 3, 100])
+def test_online_grid_and_direction(reverse, num_programs):
+    # fewer programs than rows: each program loops over several rows
+    x = rows(7, 200)
+    out = ex.softmax(x, "online", block_n=32, num_programs=num_programs, reverse=reverse)
+    torch.testing.assert_close(out, ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+def test_online_increasing_and_decreasing_rows():
+    # the running max changes in every chunk (increasing) or never (decreasing)
+    ramp = torch.linspace(-20, 20, 333, device=DEVICE)
+    x = torch.stack([ramp, ramp.flip(0), 50 * torch.randn(333, device=DEVICE)])
+    out = ex.softmax(x, "online", block_n=16)
+    torch.testing.assert_close(out, ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("rows_per_program, num_programs", [(1, None), (4, None), (4, 2), (16, 1)])
+def test_multirow_tiles_and_persistent_grid(rows_per_program, num_programs):
+    x = rows(37, 100)  # 37 rows: the last tile is ragged
+    cfg = {"rows": rows_per_program}
+    if num_programs:
+        cfg["num_programs"] = num_programs
+    torch.testing.assert_close(ex.softmax(x, "multirow", **cfg), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", [None, *ex.VARIANTS])
+def test_row_strided_view(variant):
+    base = torch.randn(11, 2 * 333, device=DEVICE)
+    x = base[::2, 5:338]  # rows 1332 elements apart, unit column stride
+    assert not x.is_contiguous() and x.stride() == (1332, 1)
+    cfg = ONLINE_SMALL if variant == "online" else {}
+    torch.testing.assert_close(ex.softmax(x, variant, **cfg), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+def test_huge_values_do_not_overflow():
+    # exp(1000) overflows fp32: only the max subtraction keeps this finite
+    x = torch.tensor([[1000.0, 999.0, -1000.0], [-5e4, -5e4, -5e4]], device=DEVICE)
+    for variant in ex.VARIANTS:
+        out = ex.softmax(x, variant, block_n=4) if variant == "online" else ex.softmax(x, variant)
+        torch.testing.assert_close(out, torch.softmax(x, dim=-1), rtol=1e-5, atol=1e-6)
+
+
+def test_minus_inf_entries_are_zero():
+    # masked attention scores: -inf entries get probability 0
+    x = torch.randn(4, 50, device=DEVICE)
+    x[:, ::3] = float("-inf")
+    for variant in ex.VARIANTS:
+        cfg = {"block_n": 16} if variant == "online" else {}
+        torch.testing.assert_close(ex.softmax(x, variant, **cfg), torch.softmax(x, dim=-1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ex.VARIANTS)
+def test_rows_sum_to_one(variant):
+    x = rows(13, 301)
+    cfg = ONLINE_SMALL if variant == "online" else {}
+    torch.testing.assert_close(ex.softmax(x, variant, **cfg).sum(dim=1), torch.ones(13, device=DEVICE),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_row_kernel_writes_every_element_of_a_poisoned_output():
+    # call the kernel directly on a NaN-filled output
+    x = rows(6, 781)
+    y = torch.full_like(x, float("nan"))
+    ex.softmax_row_kernel[(6,)](x, y, 781, x.stride(0), y.stride(0), BLOCK_N=1024)
+    assert not torch.isnan(y).any()
+    torch.testing.assert_close(y, ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+def test_multirow_kernel_writes_every_element_of_a_poisoned_output():
+    x = rows(10, 100)  # 3 tiles of 4 rows, the last one ragged
+    y = torch.full_like(x, float("nan"))
+    ex.softmax_multirow_kernel[(3,)](x, y, 10, 100, x.stride(0), y.stride(0), ROWS=4, BLOCK_N=128)
+    assert not torch.isnan(y).any()
+    torch.testing.assert_close(y, ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+def test_online_kernel_writes_every_element_of_a_poisoned_output():
+    x = rows(5, 300)
+    y = torch.full_like(x, float("nan"))
+    ex.softmax_online_kernel[(2,)](x, y, 5, 300, x.stride(0), y.stride(0), BLOCK_N=64, REVERSE=True)
+    assert not torch.isnan(y).any()
+    torch.testing.assert_close(y, ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+def test_pick_variant():
+    assert ex.pick_variant(100) == "multirow"
+    assert ex.pick_variant(1024) == "row"
+    assert ex.pick_variant(ex.MAX_ROW_BLOCK) == "row"
+    assert ex.pick_variant(ex.MAX_ROW_BLOCK + 1) == "online"
+
+
+def test_zero_rows():
+    x = torch.randn(0, 10, device=DEVICE)
+    assert ex.softmax(x).shape == (0, 10)
+
+
+def x_(*shape, **kw):
+    return torch.randn(*shape, device=DEVICE, **kw)
+
+
+@pytest.mark.parametrize(
+    "x, err, words",
+    [
+        ([[1.0]], TypeError, "x must be a torch.Tensor"),
+        (x_(2, 3).to(torch.int32), TypeError, "x must be float16, bfloat16 or float32"),
+        (x_(2, 3, dtype=torch.float64), TypeError, "x must be float16, bfloat16 or float32"),
+        (x_(6), ValueError, "x must be 2-D"),
+        (x_(2, 3, 4), ValueError, "x must be 2-D"),
+        (x_(3, 0), ValueError, "at least one column"),
+        (x_(4, 6)[:, ::2], ValueError, "unit stride along its last dim"),
+        (x_(6, 4).t(), ValueError, "unit stride along its last dim"),
+    ],
+)
+def test_bad_inputs(x, err, words):
+    with pytest.raises(err, match=words):
+        ex.softmax(x)
+
+
+def test_bad_variant_and_config():
+    with pytest.raises(ValueError, match="variant must be one of"):
+        ex.softmax(x_(2, 3), "fast")
+    with pytest.raises(ValueError, match="needs block_n >= N"):
+        ex.softmax(x_(2, 300), "row", block_n=256)
+    with pytest.raises(ValueError, match="block_n must be a positive power of two"):
+        ex.softmax(x_(2, 300), "online", block_n=100)
+    with pytest.raises(ValueError, match="rows must be a positive power of two"):
+        ex.softmax(x_(2, 30), "multirow", rows=3)
+    with pytest.raises(TypeError, match="unknown config"):
+        ex.softmax(x_(2, 3), "row", rows=4)
+
+
+@pytest.mark.parametrize("provider", ["triton", "triton-row", "triton-multirow", "triton-online", "torch-unfused"])
+def test_bench_case_runs(provider):
+    case = ex.bench_case("softmax_fp32", provider, 781, elements=781 * 3)
+    torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
+    assert case["work"] == 2 * 3 * 781 * 4
+
+
+def test_benchmarks_cover_the_story():
+    specs = {b["name"]: b for b in ex.BENCHMARKS}
+    assert {"softmax_fp32", "softmax_fp32_steps", "softmax_fp32_4096rows"} <= set(specs)
+    assert {65536, 262144} <= set(specs["softmax_fp32"]["x_vals"])
+    assert max(specs["softmax_fp32_steps"]["x_vals"]) <= ex.MAX_ROW_BLOCK  # steps 1-2 need the row in one tile
+
+
+def test_unfused_reference_agrees():
+    x = rows(4, 300)
+    torch.testing.assert_close(ex.softmax_unfused(x), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+def test_self_check_runs(capsys):
+    ex.self_check(shapes=((2, 33),))
+    assert "match torch.softmax" in capsys.readouterr().out
+
+
+@requires_gpu
+def test_bf16_on_gpu():
+    x = rows(64, 3000, torch.bfloat16)
+    for variant in ex.VARIANTS:
+        torch.testing.assert_close(ex.softmax(x, variant), ex.softmax_torch(x), **tolerances(torch.bfloat16))
+
+
+@requires_gpu
+@pytest.mark.parametrize("n", [32768, 65536, 262144])
+def test_long_rows_on_gpu(n):
+    x = rows(300, n)
+    torch.testing.assert_close(ex.softmax(x), ex.softmax_torch(x), rtol=1e-5, atol=1e-7)
+
+
+@requires_gpu
+def test_more_than_2_to_31_elements_on_gpu():
+    # row * stride passes 2^31: the kernels compute row offsets in int64
+    n = 65536
+    m = 2**31 // n + 3
+    try:
+        x = torch.empty(m, n, device=DEVICE, dtype=torch.float16).normal_()
+    except torch.OutOfMemoryError:
+        pytest.skip("not enough GPU memory for 2^31 fp16 elements")
+    y = ex.softmax(x)
+    tail = x[-3:]
+    torch.testing.assert_close(y[-3:], ex.softmax_torch(tail), **tolerances(torch.float16))

@@ -1,0 +1,147 @@
+import pytest
+import split_k as ex
+import torch
+
+from conftest import DEVICE, ON_GPU, requires_gpu, tolerances
+
+
+def operands(m, n, k, dtype=torch.float32):
+    return torch.randn(m, k, device=DEVICE, dtype=dtype), torch.randn(k, n, device=DEVICE, dtype=dtype)
+
+
+def tol(k, dtype=torch.float32):
+    # partial sums are added in a different order than torch's: the error grows like sqrt(K)
+    t = tolerances(dtype, matmul=True)
+    return {"rtol": t["rtol"], "atol": t["atol"] * max(1.0, k**0.5)}
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 1, 1), (17, 33, 300), (127, 255, 33), (64, 130, 1025)])
+@pytest.mark.parametrize("split_k", [1, 2, 3, 8, None])
+def test_matches_torch(m, n, k, split_k):
+    a, b = operands(m, n, k)
+    got = ex.matmul_split_k(a, b, split_k=split_k)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, ex.matmul_split_k_torch(a, b), **tol(k))
+
+
+def test_more_slices_than_k_blocks():
+    # 200 slices of a K = 100: the launcher keeps only non-empty slices
+    a, b = operands(9, 9, 100)
+    torch.testing.assert_close(ex.matmul_split_k(a, b, split_k=200, block_k=16), a @ b, **tol(100))
+
+
+def test_fp16_inputs():
+    a, b = operands(33, 47, 513, torch.float16)
+    torch.testing.assert_close(ex.matmul_split_k(a, b, split_k=4), ex.matmul_split_k_torch(a, b),
+                               rtol=1e-2, atol=1e-2 * 513**0.5)
+
+
+def test_strided_operands():
+    a = torch.randn(300, 40, device=DEVICE).t()  # [40, 300], column-major
+    b = torch.randn(300, 70, device=DEVICE)[:, ::2]  # [300, 35], column stride 2
+    torch.testing.assert_close(ex.matmul_split_k(a, b, split_k=3), a @ b, **tol(300))
+
+
+def test_output_is_zeroed_before_accumulating():
+    # the atomic path adds into C: an output that was not zeroed would show here
+    a, b = operands(20, 20, 256)
+    first = ex.matmul_split_k(a, b, split_k=4)
+    second = ex.matmul_split_k(a, b, split_k=4)
+    torch.testing.assert_close(second, first, **tol(256))
+    torch.testing.assert_close(second, a @ b, **tol(256))
+
+
+def test_kernel_adds_into_what_is_there():
+    # the kernel itself accumulates: launching it on a non-zero C adds to it
+    a, b = operands(16, 16, 128)
+    c = torch.ones(16, 16, device=DEVICE)
+    ex.matmul_split_k_kernel[(1, 1, 2)](
+        a, b, c, 16, 16, 128, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        64, BLOCK_M=16, BLOCK_N=16, BLOCK_K=64, ATOMIC=True)
+    torch.testing.assert_close(c, 1 + a @ b, **tol(128))
+
+
+def test_store_path_writes_every_element():
+    a, b = operands(70, 90, 64)
+    c = torch.full((70, 90), float("nan"), device=DEVICE)
+    ex.matmul_split_k_kernel[(2, 2, 1)](
+        a, b, c, 70, 90, 64, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        64, BLOCK_M=64, BLOCK_N=64, BLOCK_K=64, ATOMIC=False)
+    assert not torch.isnan(c).any()
+    torch.testing.assert_close(c, a @ b, **tol(64))
+
+
+def test_empty_dims():
+    a, b = operands(3, 4, 0)
+    assert torch.equal(ex.matmul_split_k(a, b), torch.zeros(3, 4, device=DEVICE))
+    a, b = operands(0, 4, 8)
+    assert ex.matmul_split_k(a, b).shape == (0, 4)
+
+
+def test_pick_split_k():
+    assert ex.pick_split_k(4096, 4096, 4096, 132) == 1  # plenty of tiles already
+    assert ex.pick_split_k(256, 256, 8192, 132) == 16  # 8 tiles: slices fill the GPU
+    assert ex.pick_split_k(256, 256, 1024, 132) == 2  # short K: slices stay >= 8 blocks long
+    assert ex.pick_split_k(128, 128, 16384, 132) == 32
+
+
+def x_(*shape, **kw):
+    return torch.randn(*shape, device=DEVICE, **kw)
+
+
+@pytest.mark.parametrize(
+    "a, b, err, words",
+    [
+        ([[1.0]], x_(1, 1), TypeError, "a must be a torch.Tensor"),
+        (x_(2, 3), x_(3, 2).to(torch.int32), TypeError, "b must be float16"),
+        (x_(2, 3, 1), x_(3, 2), ValueError, "a must be 2-D"),
+        (x_(2, 3), x_(4, 2), ValueError, "do not chain"),
+        (x_(2, 3), x_(3, 2, dtype=torch.float16), TypeError, "same dtype"),
+    ],
+)
+def test_bad_inputs(a, b, err, words):
+    with pytest.raises(err, match=words):
+        ex.matmul_split_k(a, b)
+
+
+@pytest.mark.parametrize("kw, words", [({"split_k": 0}, "split_k must be a positive int"),
+                                       ({"block_k": 8}, "block_k must be a power of two >= 16"),
+                                       ({"block_m": 48}, "block_m must be a power of two >= 16")])
+def test_bad_settings(kw, words):
+    with pytest.raises(ValueError, match=words):
+        ex.matmul_split_k(x_(4, 4), x_(4, 4), **kw)
+
+
+def test_bench_case_runs():
+    case = ex.bench_case("split_k_fp16", "triton", 300, m=33, n=17)
+    torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
+    assert case["work"] == 2 * 33 * 17 * 300
+
+
+def test_self_check_runs(capsys):
+    ex.self_check(shapes=((5, 7, 130),))
+    assert "matches a @ b" in capsys.readouterr().out
+
+
+@requires_gpu
+def test_atomic_order_is_not_reproducible_but_close():
+    # On a GPU the slices finish in a different order each run: results may differ in the last bits,
+    # never by more than the tolerance. (The interpreter runs programs in order: always identical.)
+    a, b = operands(64, 64, 65536)
+    runs = [ex.matmul_split_k(a, b, split_k=32) for _ in range(5)]
+    for r in runs[1:]:
+        torch.testing.assert_close(r, runs[0], rtol=1e-5, atol=1e-3)
+
+
+@requires_gpu
+def test_fp16_and_bf16_on_gpu():
+    for dtype in (torch.float16, torch.bfloat16):
+        a, b = operands(256, 256, 16384, dtype)
+        torch.testing.assert_close(ex.matmul_split_k(a, b), ex.matmul_split_k_torch(a, b), rtol=1e-2, atol=0.5)
+
+
+def test_interpreter_is_deterministic():
+    if ON_GPU:
+        pytest.skip("on a GPU the order of the atomic adds varies")
+    a, b = operands(16, 16, 512)
+    assert torch.equal(ex.matmul_split_k(a, b, split_k=8), ex.matmul_split_k(a, b, split_k=8))
