@@ -108,6 +108,7 @@ def render_expression(data: Results, expr: str) -> str:
     * ``ratio <bench>@<x>:<a>/<b> [cudagraph]``: metric of a over metric of b, e.g. ``1.07×``
     * ``pct <bench>@<x>:<provider> [cudagraph]``: percent of the bench's measured ceiling
     * ``ceiling <bench>``: the ceiling the bench is measured against, e.g. ``4,270 GB/s``
+    * ``ridge <flops bench> <bytes bench>``: roofline ridge point, ceiling FLOP/s over ceiling bytes/s
     """
     parts = expr.split()
     if not parts:
@@ -128,6 +129,11 @@ def render_expression(data: Results, expr: str) -> str:
                 raise ResultError(f"metadata of {example!r} has no {key!r}")
             value = value[part]
         return str(value)
+    if kind == "ridge":
+        if len(args) != 2:
+            raise ResultError("expected: ridge <flops bench> <bytes bench>")
+        (_, flops), (_, gbps) = data.ceiling(args[0]), data.ceiling(args[1])
+        return f"{flops * 1e12 / (gbps * 1e9):,.0f} FLOP/byte"
     if kind == "ceiling":
         if len(args) != 1:
             raise ResultError("expected: ceiling <bench>")

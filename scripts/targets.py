@@ -30,7 +30,7 @@ class Check:
     def shown(self, value: float | None) -> str:
         if value is None:
             return "–"
-        return f"{100 * value:.0f}%" if self.unit == "% of ceiling" else f"{value:.2f}×"
+        return f"{100 * value:.1f}%" if self.unit == "% of ceiling" else f"{value:.3f}×"
 
 
 def _value(data: results.Results, bench: str, x, provider: str, timing: str = "do_bench") -> float | None:

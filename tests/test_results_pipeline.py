@@ -103,6 +103,7 @@ def test_quoted_numbers_render_from_data(tmp_path):
     assert r(data, "ceiling b_lab") == "500 TFLOP/s"
     assert r(data, "value b_lab@40x30x20:triton cudagraph") == "480 TFLOP/s"
     assert r(data, "meta ex gpu") == "Test GPU"
+    assert r(data, "ridge b_lab b_num") == "500 FLOP/byte"
     for bad in ("value b_num@8:triton", "value nope@1:triton", "meta ex nope", "frobnicate b_num@1:x", ""):
         with pytest.raises(results.ResultError):
             r(data, bad)
