@@ -88,7 +88,7 @@ def notebook_title(src: Path) -> str:
     for line in src.read_text().splitlines():
         m = re.match(r"^# # (.+)$", line)
         if m:
-            return m.group(1).strip()
+            return m.group(1).replace("`", "").strip()  # nav titles are plain text
     raise PluginError(f"{src.relative_to(ROOT)}: the first markdown cell needs a '# # Title' line")
 
 
@@ -175,6 +175,10 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
             return targets.summary_table(data)
         if expr == "plots":
             return all_plots(data, assets)
+        if expr.startswith("winners "):  # winners <bench> <provider> <provider> ... [cudagraph]
+            args = expr.split()[1:]
+            timing = args.pop() if args[-1] == "cudagraph" else "do_bench"
+            return targets.winners_table(data, args[0], args[1:], timing)
         try:
             return results.render_expression(data, expr)
         except results.ResultError as err:

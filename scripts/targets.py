@@ -122,8 +122,8 @@ def markdown_table(data: results.Results) -> str:
     rows = ["| target | point | measured | status |", "| --- | --- | --- | --- |"]
     for c in evaluate(data):
         note = f" <br><small>{c.detail}</small>" if c.detail else ""
-        icon = {"met": "✅ met", "missed": f"❌ missed (needs {c.shown(c.threshold)})",
-                "not measured": "⚠️ not measured"}[c.status]
+        icon = {"met": "met", "missed": f"**missed** (needs {c.shown(c.threshold)})",
+                "not measured": "**not measured**"}[c.status]
         rows.append(f"| {c.target} | {c.point} | {c.shown(c.measured)}{note} | {icon} |")
     return "\n".join(rows)
 
@@ -144,4 +144,19 @@ def summary_table(data: results.Results) -> str:
         value = results.fmt_value(best["value"], best["metric"])
         point = f"{best['x_name']} = {last_x}"
         rows.append(f"| {spec.get('title', bench)} | {point} | {value} ({best['provider']}) | {pct} |")
+    return "\n".join(rows)
+
+
+def winners_table(data: results.Results, bench: str, providers: list[str], timing: str = "do_bench") -> str:
+    """Which of several providers is fastest at each x of one bench, and by how much."""
+    x_name = data.specs.get(bench, {}).get("x_name", "x")
+    rows = [f"| {x_name} | fastest | margin over the next |", "| --- | --- | --- |"]
+    xs = list(dict.fromkeys(r["x"] for r in data.rows if r["bench"] == bench))
+    for x in xs:
+        vals = sorted(((v, p) for p in providers if (v := _value(data, bench, x, p, timing)) is not None), reverse=True)
+        if len(vals) < 2:
+            continue
+        rows.append(f"| {x} | {vals[0][1]} | {vals[0][0] / vals[1][0]:.2f}× over {vals[1][1]} |")
+    if len(rows) == 2:
+        raise results.ResultError(f"no points of {bench} with two of {providers}")
     return "\n".join(rows)

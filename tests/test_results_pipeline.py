@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -19,11 +18,14 @@ import bench  # noqa: E402  (scripts/bench.py)
 import plots  # noqa: E402
 import results  # noqa: E402
 
+from conftest import DEVICE  # noqa: E402
+
 
 @pytest.mark.parametrize("name", bench.example_names())
 def test_runner_tiny_path(name):
-    """Each example's BENCHMARKS / bench_case run and pass their own checks at tiny sizes."""
-    rows, failures = bench.run_example(name, torch.device("cpu"), tiny=True)
+    """Each example's BENCHMARKS / bench_case run and pass their own checks at tiny sizes
+    (in the interpreter on the CPU; on a GPU, the real kernels at the same sizes)."""
+    rows, failures = bench.run_example(name, DEVICE, tiny=True)
     assert failures == []
     assert rows == []  # tiny runs time nothing and record nothing
 
@@ -40,7 +42,7 @@ def test_runner_refuses_a_wrong_kernel(monkeypatch):
         return case
 
     monkeypatch.setattr(vector_add, "bench_case", wrong_case)
-    rows, failures = bench.run_example("vector_add", torch.device("cpu"), tiny=True)
+    rows, failures = bench.run_example("vector_add", DEVICE, tiny=True)
     assert rows == [] and failures and all("AssertionError" in f for f in failures)
 
 
@@ -110,6 +112,7 @@ def test_quoted_numbers_render_from_data(tmp_path):
 
 
 def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
+    pytest.importorskip("mkdocs", reason="needs the site tools")
     from mkdocs.exceptions import PluginError
 
     spec = importlib.util.spec_from_file_location("site_hooks_r", ROOT / "scripts" / "hooks.py")
