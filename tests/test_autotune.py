@@ -53,12 +53,20 @@ def test_even_heuristic(n):
 
 
 # ----------------------------------------------------------------------------- pruning and keys
+TRITON_VERSION = tuple(int(p) for p in ex.triton.__version__.split(".")[:2])
+
+
 @pytest.mark.parametrize("n, kept", [(17, 1), (300, 1), (1000, 2), (5000, 3)])
 def test_pruning_limits_configs(n, kept):
     assert n_configs_kept(n) == kept
     kernel = fresh_scale()
     _, runs = runs_during(lambda: ex.scale_(torch.randn(n, device=DEVICE), 2.0, kernel=kernel))
-    assert runs == kept
+    if kept == 1 and TRITON_VERSION >= (3, 7):
+        # Newer releases (seen on 3.9.0, the newest in CI) no longer time a lone survivor
+        # of the pruner; 3.6.0, the version of this site's GPU, still benchmarks it once.
+        assert runs == 0
+    else:
+        assert runs == kept
 
 
 def test_key_per_size_retunes_every_size():
