@@ -94,6 +94,10 @@ def check_tensor(name: str, t, *, dim: int) -> None:
         raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
     if t.dim() != dim:
         raise ValueError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
+
+
+def check_device(name: str, t: torch.Tensor) -> None:
+    """After check_same: the one device the tensors share must be able to run the kernel."""
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
     need = MIN_CAPABILITY.get(t.dtype)
@@ -132,6 +136,7 @@ def scale_shift(x: torch.Tensor, alpha: float, beta: float = 0.0, *, relu: bool 
                 block_size: int = 1024) -> torch.Tensor:
     """relu?(alpha * x + beta) for a 1-D tensor x with any stride; returns a contiguous tensor."""
     check_tensor("x", x, dim=1)
+    check_device("x", x)
     for name, value in (("alpha", alpha), ("beta", beta)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{name} must be a Python float, got {type(value).__name__}")
@@ -187,6 +192,7 @@ def add_row_bias(x: torch.Tensor, bias: torch.Tensor, *, block_m: int = 32, bloc
     check_tensor("x", x, dim=2)
     check_tensor("bias", bias, dim=1)
     check_same("x and bias", x, bias)
+    check_device("x", x)
     if bias.shape[0] != x.shape[1]:
         raise ValueError(f"bias must have x.shape[1] = {x.shape[1]} elements, got {bias.shape[0]}")
     if bias.stride(0) != 1:
@@ -246,6 +252,7 @@ def add_batch_bias(x: torch.Tensor, bias: torch.Tensor, *, block_n: int = 128) -
     check_tensor("x", x, dim=3)
     check_tensor("bias", bias, dim=2)
     check_same("x and bias", x, bias)
+    check_device("x", x)
     B, M, N = x.shape
     if tuple(bias.shape) != (B, N):
         raise ValueError(f"bias must have shape (B, N) = {(B, N)}, got {tuple(bias.shape)}")

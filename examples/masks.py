@@ -157,8 +157,6 @@ def _check_tensor(name: str, t, ndim: int) -> None:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if not t.is_contiguous():
         raise ValueError(f"{name} must be contiguous, got stride {t.stride()}")
-    if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
 
 def bias_relu(x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16, block_n: int = 256) -> torch.Tensor:
@@ -171,6 +169,8 @@ def bias_relu(x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16, block_n: i
         raise TypeError(f"x and b must have the same dtype, got {x.dtype} and {b.dtype}")
     if b.device != x.device:
         raise ValueError(f"x and b must be on the same device, got {x.device} and {b.device}")
+    if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
     for name, v in (("block_m", block_m), ("block_n", block_n)):
         if v <= 0 or v & (v - 1):
             raise ValueError(f"{name} must be a positive power of two, got {v}")

@@ -4,8 +4,9 @@
 # A tensor descriptor bundles what a 2-D pointer tile is built from (base pointer,
 # shape, strides) with the shape of the block to move. `desc.load([row, col])`
 # returns the block whose top-left element is `(row, col)`, padded with zeros where
-# it hangs over the edge; `desc.store` drops the part that hangs over. No offsets,
-# no masks. On Hopper and later NVIDIA GPUs the copies run on the TMA engine.
+# it hangs over the edge; `desc.store` drops the part that hangs over (on NVIDIA
+# GPUs in whole 16-byte chunks: see the launcher). No offsets, no masks. On Hopper
+# and later NVIDIA GPUs the copies run on the TMA engine.
 #
 # You will see:
 #
@@ -72,7 +73,10 @@ def transpose_desc_kernel(
 # The descriptor rules become input checks. A contiguous `(M, N)` fp32 tensor has
 # a row stride of `4 * N` bytes, which is a multiple of 16 only when `N` is a
 # multiple of 4; the launcher pads the output's rows so that any `M` works, and
-# returns the `(N, M)` view of the padded buffer.
+# returns the `(N, M)` view of the padded buffer. The padding has a second use: on
+# NVIDIA GPUs a TMA store writes whole 16-byte chunks, so a block that hangs over
+# column `M` may also write the columns after it, up to the next 16-byte boundary.
+# Those land in the launcher's own padding, never in another tensor's memory.
 
 
 # %%
