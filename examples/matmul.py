@@ -183,12 +183,19 @@ def matmul_tma_kernel(
 
 # %%
 # --8<-- [start:tma-autotune]
-def matmul_tma_configs() -> list[triton.Config]:
-    """Tile shapes for `matmul_tma_kernel`; one config under the interpreter."""
+def matmul_tma_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config]:
+    """Tile shapes for `matmul_tma_kernel` and `dtype`; one config under the interpreter."""
     if not ON_GPU:
         return [triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "WARP_SPECIALIZE": False},
                               num_warps=4, num_stages=1)]
     c = triton.Config
+    if dtype == torch.float32:  # 4-byte tiles: smaller N and K keep stages + epilogue under 227 KB
+        return [
+            c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
+            c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=4),
+            c({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=4, num_stages=4),
+            c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": True}, num_warps=8, num_stages=3),
+        ]
     return [
         c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
         c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=4),
@@ -197,8 +204,14 @@ def matmul_tma_configs() -> list[triton.Config]:
     ]
 
 
+def _tma_configs_for_dtype(configs, named_args, **kwargs) -> list[triton.Config]:
+    """Autotune hook: swap in the configs for the input dtype (part of the autotune key)."""
+    return matmul_tma_configs(named_args["a_ptr"].dtype)
+
+
 matmul_tma_kernel_tuned = triton.autotune(
-    configs=matmul_tma_configs(), key=["M", "N", "K", "GROUP_M"], do_bench=autotune_timer
+    configs=matmul_tma_configs(), key=["M", "N", "K", "GROUP_M"], do_bench=autotune_timer,
+    prune_configs_by={"early_config_prune": _tma_configs_for_dtype},
 )(matmul_tma_kernel)
 # --8<-- [end:tma-autotune]
 

@@ -228,3 +228,45 @@ def test_gpu_warm_launch_path():
         torch.testing.assert_close(ex.matmul(a, b, kernel=kernel), first, rtol=0, atol=0)
         a2, b2 = operands(*shape, torch.float16)  # new data, same key: must not reuse old pointers
         torch.testing.assert_close(ex.matmul(a2, b2, kernel=kernel), ex.matmul_torch(a2, b2), **tolerances(a.dtype))
+
+
+HOPPER_COMPILE = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "0"  # compile for real, with no GPU present
+sys.path.insert(0, "examples")
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import matmul as mm
+
+mm.ON_GPU = True  # the GPU config lists, not the interpreter's single config
+for dtype, ty in ((torch.float32, "*fp32"), (torch.float16, "*fp16")):
+    sig = {n: ty for n in ("a_ptr", "b_ptr", "c_ptr")}
+    sig |= {n: "i32" for n in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm")}
+    for cfg in mm.matmul_tma_configs(dtype):
+        meta = {**cfg.kwargs, "GROUP_M": 8}
+        k = triton.compile(ASTSource(mm.matmul_tma_kernel, sig | {n: "constexpr" for n in meta}, meta),
+                           target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+        print(ty, k.metadata.shared)
+"""
+
+
+@pytest.mark.skipif(ON_GPU, reason="the GPU tests compile and run every config")
+def test_tma_configs_fit_hopper_shared_memory():
+    # The interpreter has no shared memory: compile every GPU config of the TMA kernel
+    # for sm_90 (ptxas ships with triton) and read its shared-memory size. fp32 tiles
+    # are twice the bytes of fp16 ones; the H200 refused 360496 bytes before.
+    import subprocess
+    import sys
+
+    root = ex.__file__.rsplit("/examples/", 1)[0]
+    out = subprocess.run([sys.executable, "-c", HOPPER_COMPILE], cwd=root,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith("*fp")]
+    n = len(rows) // 2
+    assert n > 1 and [ty for ty, _ in rows] == ["*fp32"] * n + ["*fp16"] * n, rows
+    shared = [int(s) for _, s in rows]
+    assert all(0 < s <= 232448 for s in shared), shared  # 227 KB per block on H100/H200
