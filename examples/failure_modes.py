@@ -144,7 +144,12 @@ def scale(x: torch.Tensor, alpha: float, out: torch.Tensor | None = None, masked
 # A matmul's tiles are staged in shared memory, `num_stages` deep. On an H200 a
 # program gets at most about 227 KB; 128 x 256 x 128 fp16 tiles pipelined 4 deep need
 # more, and the first launch raises `OutOfResources`. The launcher tries configs from
-# largest to smallest and remembers the first one that runs on this device.
+# largest to smallest and remembers the first one that runs on this device. What is
+# remembered is only a first guess: shared memory depends on the inputs too. With
+# strides that are not multiples of 16 bytes Triton cannot pipeline the loads, keeps
+# one stage, and the large tiles fit (96 KiB); with aligned strides they are staged
+# 4 deep (384 KiB) and do not. So a remembered config that fails falls back to the
+# rest of the list.
 
 
 # %%
@@ -201,7 +206,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "tf32", configs=MA
         raise ValueError(f"precision must be 'tf32' or 'ieee', got {precision!r}")
     c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
     key = (str(a.device), a.dtype, precision, tuple(configs))
-    candidates = [_WORKING_CONFIG[key]] if key in _WORKING_CONFIG else list(configs)
+    remembered = [_WORKING_CONFIG[key]] if key in _WORKING_CONFIG else []
+    candidates = remembered + [cfg for cfg in configs if cfg not in remembered]  # (2)!
     for config in candidates:
         try:
             _launch_matmul(a, b, c, config, precision)

@@ -158,6 +158,30 @@ def test_matmul_falls_back_when_out_of_shared_memory(monkeypatch):
     assert attempts == ex.MATMUL_CONFIGS[:2] + [ex.MATMUL_CONFIGS[1]]
 
 
+def test_matmul_falls_back_when_the_remembered_config_fails(monkeypatch):
+    # On the H200 the largest fp16 config fits for odd strides (no pipelining, 96 KiB) and is
+    # remembered, then raises for aligned strides (4 stages, 384 KiB): the rest of the list must follow.
+    attempts = []
+    real_launch = ex._launch_matmul
+
+    def launch(a, b, c, config, precision):
+        attempts.append(config)
+        aligned = all(s % 16 == 0 for s in (*a.stride()[:1], *b.stride()[:1]))
+        if config == ex.MATMUL_CONFIGS[0] and aligned:
+            raise OutOfResources(393216, 232448, "shared memory")
+        return real_launch(a, b, c, config, precision)
+
+    monkeypatch.setattr(ex, "_launch_matmul", launch)
+    monkeypatch.setattr(ex, "_WORKING_CONFIG", {})
+    a, b = x_(127, 33), x_(33, 255)  # odd strides: the largest config "fits" and is remembered
+    ex.matmul(a, b, precision="ieee", configs=ex.MATMUL_CONFIGS[:2])
+    assert attempts == ex.MATMUL_CONFIGS[:1]
+    a, b = x_(64, 64), x_(64, 64)  # aligned strides: it raises, and the next config runs
+    got = ex.matmul(a, b, precision="ieee", configs=ex.MATMUL_CONFIGS[:2])
+    torch.testing.assert_close(got, ex.matmul_torch(a, b), rtol=1e-4, atol=1e-4)
+    assert attempts == ex.MATMUL_CONFIGS[:1] + ex.MATMUL_CONFIGS[:2]
+
+
 def test_matmul_raises_when_nothing_fits(monkeypatch):
     def launch(a, b, c, config, precision):
         raise OutOfResources(10**6, 232448, "shared memory")

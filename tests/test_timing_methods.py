@@ -17,6 +17,12 @@ def test_saxpy_matches_torch(n):
     torch.testing.assert_close(ex.saxpy(-1.5, x, y), ex.saxpy_torch(-1.5, x, y))
 
 
+def _on_device(t):
+    """t on DEVICE with its strides kept: on CUDA, .to() makes a strided view contiguous."""
+    out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=DEVICE)
+    return out.copy_(t)
+
+
 @pytest.mark.parametrize(
     "args, err, words",
     [
@@ -29,8 +35,10 @@ def test_saxpy_matches_torch(n):
 )
 def test_bad_inputs(args, err, words):
     a, x, y = args
-    x = x.to(DEVICE) if isinstance(x, torch.Tensor) else x
-    y = y.to(DEVICE)
+    x = _on_device(x) if isinstance(x, torch.Tensor) else x
+    y = _on_device(y)
+    if "contiguous" in words:
+        assert not x.is_contiguous()  # the input under test really is strided on this device
     with pytest.raises(err, match=words):
         ex.saxpy(a, x, y)
 
@@ -106,12 +114,27 @@ def test_gpu_measure_rows_tells_the_story():
     rows = ex.measure_rows(DEVICE)
     us = {(r["provider"], r["x"]): r["value"] for r in rows}
     assert {p for p, _ in us} == set(ex.TIMERS)
-    small, big = min(ex.SIZES["cuda"]), max(ex.SIZES["cuda"])
-    # a small kernel: a CPU clock with a sync reports the launch, many times the kernel
+    small, mid, big = sorted(ex.SIZES["cuda"])
+    # Each relation held on the H200 (timing_methods.csv); where the gap was small, the
+    # comment gives the measured values.
+    # perf_counter without a sync stops at the enqueue: far below a big kernel's time
+    assert us["perf_counter-no-sync", big] < 0.5 * us["profiler-warm-l2", big]
+    # with a sync, a small kernel reads as its launch, many times the kernel
     assert us["perf_counter-sync", small] > 5 * us["profiler-warm-l2", small]
+    assert us["perf_counter-sync", small] > us["perf_counter-no-sync", small]  # 55 vs 37 µs
     # the sync adds the kernel (and latency) to what the clock without a sync saw
     assert us["perf_counter-sync", big] > us["perf_counter-no-sync", big]
-    assert us["perf_counter-sync", big] > us["profiler-flushed-l2", big]
-    # do_bench (L2 flushed) and do_bench_cudagraph (warm) agree with the profiler's kernel times
+    assert us["perf_counter-sync", big] > us["profiler-flushed-l2", big]  # 252 vs 187 µs
+    # CUDA events around a small launch on an idle GPU include the launch
+    assert us["cuda-events", small] > 5 * us["profiler-warm-l2", small]
+    # do_bench (L2 flushed) agrees with the profiler on a big kernel, not on a small one
     assert us["do_bench", big] == pytest.approx(us["profiler-flushed-l2", big], rel=0.25)
-    assert us["do_bench_cudagraph", big] == pytest.approx(us["profiler-warm-l2", big], rel=0.25)
+    assert us["do_bench", small] > 2 * us["profiler-flushed-l2", small]
+    # a CUDA graph removes the host launch: far below do_bench on a small kernel
+    assert us["do_bench_cudagraph", small] < 0.5 * us["do_bench", small]
+    # no flush: with the data in L2, faster than a kernel on flushed data
+    assert us["profiler-warm-l2", mid] < us["profiler-flushed-l2", mid]
+    assert us["do_bench_cudagraph", mid] < us["profiler-flushed-l2", mid]  # 2.8 vs 4.9 µs
+    # on a big kernel it is never much below the kernel; it was 0-30% above it on the H200,
+    # so no closer match is asserted
+    assert us["do_bench_cudagraph", big] > 0.9 * us["profiler-warm-l2", big]
