@@ -73,6 +73,10 @@ def test_instant_navigation_starts_widgets(base_url, page):
     page.wait_for_url(base_url)
     page.go_forward()
     page.wait_for_url(f"**/{target}")
+    # Material swaps the page body after the URL changes: wait for the new widget's controls
+    # before counting, or the check can run against the page that is being replaced.
+    controls = page.locator('.tit-widget[data-widget="threads-vs-tiles"] .tit-controls')
+    controls.first.wait_for(timeout=10_000)
     page.wait_for_function(
         "[...document.querySelectorAll('.tit-widget')].every(w => w.dataset.ready === 'true')", timeout=10_000)
-    assert page.locator('.tit-widget[data-widget="threads-vs-tiles"] .tit-controls').count() == 1
+    assert controls.count() == 1
