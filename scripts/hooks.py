@@ -106,6 +106,9 @@ def on_config(config, **kwargs):
     return config
 
 
+_BUILD: dict = {}  # what on_pre_build read for the current build
+
+
 def on_pre_build(config, **kwargs):
     problems = [p for src in example_files() for p in check_sections(src)]
     if problems:
@@ -117,7 +120,8 @@ def on_pre_build(config, **kwargs):
         (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
     plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed)
     data_dir = DATA / "assets" / "data"
-    write_if_changed(data_dir / "results.json", results.to_json(results.load()))
+    _BUILD["results"] = results.load()  # read once per build, used by every page
+    write_if_changed(data_dir / "results.json", results.to_json(_BUILD["results"]))
     tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
     if tracer.exists():
         spec = importlib.util.spec_from_file_location("widget_data", tracer)
@@ -162,7 +166,7 @@ def examples_table(page_path: str) -> str:
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
-    data = results.load()
+    data = _BUILD["results"] if "results" in _BUILD else results.load()
 
     depth = page.file.src_path.count("/")
     assets = "../" * depth + "assets/plots/"
