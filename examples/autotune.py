@@ -123,6 +123,8 @@ def _check_vector(name: str, t) -> None:
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
     if t.numel() == 0:
         raise ValueError(f"{name} must not be empty")
+    if t.numel() > 2**31 - 1:  # program_id * BLOCK_SIZE is int32 arithmetic in both kernels
+        raise ValueError(f"{name} has {t.numel()} elements, more than 2**31 - 1: these kernels compute int32 offsets")
     if t.device.type == "cpu" and not INTERPRETED:
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 

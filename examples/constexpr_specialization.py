@@ -57,6 +57,8 @@ def _check_vector(name: str, t) -> None:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
     if not t.is_contiguous():
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
+    if t.numel() > 2**31 - 1:  # the kernels below compute program_id * BLOCK_SIZE in int32
+        raise ValueError(f"{name} has {t.numel()} elements, more than 2**31 - 1: these kernels compute int32 offsets")
     if t.device.type == "cpu" and not INTERPRETED:
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
@@ -93,7 +95,7 @@ def scale_act_kernel(
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32) * scale
     if ACTIVATION == "relu":  # (2)!
-        x = tl.maximum(x, 0.0)
+        x = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as in torch.relu
     elif ACTIVATION == "gelu":  # tanh approximation: x * sigmoid(2u) == 0.5x(1 + tanh(u))
         u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
         x = x * tl.sigmoid(2.0 * u)
@@ -272,6 +274,9 @@ def copy(x: torch.Tensor, out: torch.Tensor | None = None, policy: str = "specia
     if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
         raise ValueError(f"out must match x in shape, dtype and device, got {tuple(out.shape)} {out.dtype} "
                          f"{out.device} for x {tuple(x.shape)} {x.dtype} {x.device}")
+    gap = abs(out.data_ptr() - x.data_ptr())
+    if 0 < gap < x.numel() * x.element_size():  # programs would read what others already wrote
+        raise ValueError(f"out must not partly overlap x: they start {gap // x.element_size()} elements apart")
     n = x.numel()
     if policy in ("hinted", "argument-hint") and n % 16:
         raise ValueError(f"policy {policy!r} promises the compiler n % 16 == 0, got n = {n}")

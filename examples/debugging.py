@@ -61,14 +61,33 @@ def row_sum_kernel(
     tl.store(out_ptr + row, total)
 
 
-def row_sum(x: torch.Tensor, debug: bool = False) -> torch.Tensor:
-    """Sum of each row of a 2-D float32 tensor whose rows are contiguous."""
+MAX_COLS = 16_384  # the whole row sits in registers, as one tile
+
+
+def check_rows(x: torch.Tensor) -> None:
+    """Refuse, before any launch, what the row-sum kernels cannot sum right."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype != torch.float32:
         raise TypeError(f"x must be float32, got {x.dtype}")
-    if x.dim() != 2 or x.stride(1) != 1:
+    if x.dim() != 2 or (x.stride(1) != 1 and x.shape[1] > 1):
         raise ValueError(f"x must be 2-D with contiguous rows, got shape {tuple(x.shape)}, stride {x.stride()}")
+    if x.device.type == "cpu" and not INTERPRETED:
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+    n_rows, n_cols = x.shape
+    if n_cols > MAX_COLS:
+        raise ValueError(f"x must have at most {MAX_COLS} columns (a row is one tile), got {n_cols}")
+    last = (n_rows - 1) * x.stride(0) + n_cols - 1 if x.numel() else 0  # row * stride_row + cols, in int32
+    if last > 2**31 - 1:
+        raise ValueError(f"x of shape {tuple(x.shape)} and stride {x.stride()} reaches element offset {last}, "
+                         "past 2**31 - 1: the kernel computes int32 offsets")
+    if n_rows > 2**31 - 1:
+        raise ValueError(f"x has {n_rows} rows, more than grid axis 0 holds (2**31 - 1 programs)")
+
+
+def row_sum(x: torch.Tensor, debug: bool = False) -> torch.Tensor:
+    """Sum of each row of a 2-D float32 tensor whose rows are contiguous."""
+    check_rows(x)
     n_rows, n_cols = x.shape
     out = torch.empty(n_rows, device=x.device, dtype=x.dtype)
     block = max(16, triton.next_power_of_2(n_cols))
@@ -104,7 +123,8 @@ def row_sum_pdb_kernel(x_ptr, out_ptr, n_cols, stride_row, BLOCK_COLS: tl.conste
 def row_sum_in_pdb(x: torch.Tensor) -> torch.Tensor:
     if not INTERPRETED:
         raise RuntimeError("breakpoint() in a kernel needs TRITON_INTERPRET=1")
-    out = torch.empty(x.shape[0], dtype=x.dtype)
+    check_rows(x)
+    out = torch.empty(x.shape[0], device=x.device, dtype=x.dtype)
     block = max(16, triton.next_power_of_2(x.shape[1]))
     row_sum_pdb_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK_COLS=block)
     return out
@@ -175,6 +195,14 @@ def launch_tile_matmul(a: torch.Tensor, b: torch.Tensor, input_precision="tf32")
     """Run the kernel; returns (c, what the launch returned): a CompiledKernel on a GPU."""
     if a.shape != b.shape or a.dim() != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"a and b must be the same square tile, got {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.shape[0] not in (16, 32, 64, 128):
+        raise ValueError(f"a and b must be 16, 32, 64 or 128 square (tl.dot tile sizes), got {tuple(a.shape)}")
+    if a.dtype not in (torch.float16, torch.bfloat16, torch.float32) or b.dtype != a.dtype:
+        raise TypeError(f"a and b must share a dtype of float16, bfloat16 or float32, got {a.dtype} and {b.dtype}")
+    if a.device != b.device or (a.device.type == "cpu" and not INTERPRETED):
+        raise ValueError(f"a and b must be on one device that can run the kernel, got {a.device} and {b.device}")
+    if input_precision not in ("tf32", "ieee"):
+        raise ValueError(f"input_precision must be 'tf32' or 'ieee', got {input_precision!r}")
     if not (a.is_contiguous() and b.is_contiguous()):
         raise ValueError("a and b must be contiguous")
     c = torch.empty_like(a)

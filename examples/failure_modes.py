@@ -30,6 +30,7 @@ from triton.runtime.errors import OutOfResources
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+INT32_MAX = 2**31 - 1
 
 
 def _check_tensor(name: str, t, dtypes, dim: int) -> None:
@@ -43,6 +44,24 @@ def _check_tensor(name: str, t, dtypes, dim: int) -> None:
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
     if t.device.type == "cpu" and not INTERPRETED:
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+
+
+def _grid_1d(name: str, n: int, block_size: int, int64_offsets: bool = False) -> int:
+    """Programs for n elements in tiles of block_size; refuses int32 offsets that would wrap."""
+    if not isinstance(block_size, int) or not 1 <= block_size <= 2**20 or block_size & (block_size - 1):
+        raise ValueError(f"block_size must be a power of two from 1 to 2**20, got {block_size!r}")
+    grid = triton.cdiv(n, block_size)
+    if grid > INT32_MAX:
+        raise ValueError(f"{name} has {n} elements: {grid} tiles are more than a grid holds; raise block_size")
+    if not int64_offsets and grid * block_size - 1 > INT32_MAX:
+        raise ValueError(f"{name} has {n} elements: the last tile reaches offset {grid * block_size - 1}, "
+                         "and int32 offsets stop at 2**31 - 1")
+    return grid
+
+
+def reach(t: torch.Tensor) -> int:
+    """The largest element offset in the view t: sum of (size - 1) * |stride|."""
+    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
 # --8<-- [end:setup]
 
 
@@ -83,17 +102,25 @@ def tile_offsets_kernel(out_ptr, first_tile, BLOCK_SIZE: tl.constexpr, INT64_OFF
     tl.store(out_ptr + tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE), offsets.to(tl.int64))
 
 
-def fill(y: torch.Tensor, value: int, int64_offsets: bool = True, block_size: int = 1024) -> torch.Tensor:
+def fill(y: torch.Tensor, value: int | float, int64_offsets: bool = True, block_size: int = 1024) -> torch.Tensor:
     """Write `value` into every element of the 1-D tensor y, in place."""
     _check_tensor("y", y, (torch.int8, torch.int32, torch.float32), 1)
-    fill_kernel[(triton.cdiv(y.numel(), block_size),)](y, y.numel(), int(value), BLOCK_SIZE=block_size,
-                                                       INT64_OFFSETS=int64_offsets)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"value must be an int or a float, got {type(value).__name__}")
+    if not y.dtype.is_floating_point and not (isinstance(value, int)
+                                              and torch.iinfo(y.dtype).min <= value <= torch.iinfo(y.dtype).max):
+        raise ValueError(f"value must be an integer that {y.dtype} holds, got {value!r}")
+    grid = _grid_1d("y", y.numel(), block_size, int64_offsets)  # (3)!
+    fill_kernel[(grid,)](y, y.numel(), value, BLOCK_SIZE=block_size, INT64_OFFSETS=int64_offsets)
     return y
 
 
 def tile_offsets(first_tile: int, n_tiles: int = 2, block_size: int = 4, int64_offsets: bool = True) -> list[int]:
     """The offsets that programs first_tile .. first_tile + n_tiles - 1 compute, flattened."""
-    if not 0 <= first_tile < 2**31 - n_tiles:
+    if not isinstance(n_tiles, int) or not 1 <= n_tiles <= 2**20:
+        raise ValueError(f"n_tiles must be an int from 1 to 2**20, got {n_tiles!r}")
+    _grid_1d("out", n_tiles * block_size, block_size)  # block_size: a power of two from 1 to 2**20
+    if not isinstance(first_tile, int) or not 0 <= first_tile < 2**31 - n_tiles:
         raise ValueError(f"first_tile must be in [0, 2**31 - n_tiles), got {first_tile}")
     out = torch.empty(n_tiles * block_size, device=DEVICE, dtype=torch.int64)
     tile_offsets_kernel[(n_tiles,)](out, first_tile, BLOCK_SIZE=block_size, INT64_OFFSETS=int64_offsets)
@@ -132,8 +159,8 @@ def scale(x: torch.Tensor, alpha: float, out: torch.Tensor | None = None, masked
     _check_tensor("out", out, floats, 1)
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"out must match x in shape and dtype, got {tuple(out.shape)} {out.dtype}")
-    scale_kernel[(triton.cdiv(x.numel(), block_size),)](x, out, x.numel(), float(alpha), BLOCK_SIZE=block_size,
-                                                        MASKED=masked)
+    grid = _grid_1d("x", x.numel(), block_size)  # int32 offsets: refused past 2**31 - 1
+    scale_kernel[(grid,)](x, out, x.numel(), float(alpha), BLOCK_SIZE=block_size, MASKED=masked)
     return out
 # --8<-- [end:mask]
 
@@ -204,7 +231,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, precision: str = "tf32", configs=MA
         raise ValueError(f"a and b must share dtype and device, got {a.dtype}/{a.device} and {b.dtype}/{b.device}")
     if precision not in ("tf32", "ieee"):
         raise ValueError(f"precision must be 'tf32' or 'ieee', got {precision!r}")
-    c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
+    M, N = a.shape[0], b.shape[1]
+    largest = max(reach(a), reach(b), M * N - 1)  # the last element of A, B and C
+    if largest > INT32_MAX:
+        raise ValueError(f"a, b or c reaches element offset {largest}: this matmul's int32 offsets stop at 2**31 - 1")
+    if triton.cdiv(N, min(cfg[1] for cfg in configs)) > 65535:
+        raise ValueError(f"b has N = {N} columns: more tiles than grid axis 1 holds (65535)")
+    c = torch.empty(M, N, device=a.device, dtype=a.dtype)
     key = (str(a.device), a.dtype, precision, tuple(configs))
     remembered = [_WORKING_CONFIG[key]] if key in _WORKING_CONFIG else []
     candidates = remembered + [cfg for cfg in configs if cfg not in remembered]  # (2)!
@@ -255,8 +288,9 @@ def add(x: torch.Tensor, y: torch.Tensor, upcast: bool = True, block_size: int =
     if x.shape != y.shape or x.dtype != y.dtype:
         raise ValueError(f"x and y must match in shape and dtype, got {tuple(x.shape)} {x.dtype}, "
                          f"{tuple(y.shape)} {y.dtype}")
+    grid = _grid_1d("x", x.numel(), block_size)  # int32 offsets: refused past 2**31 - 1
     z = torch.empty_like(x)
-    add_kernel[(triton.cdiv(x.numel(), block_size),)](x, y, z, x.numel(), BLOCK_SIZE=block_size, UPCAST=upcast)
+    add_kernel[(grid,)](x, y, z, x.numel(), BLOCK_SIZE=block_size, UPCAST=upcast)
     return z
 
 

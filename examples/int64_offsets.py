@@ -85,10 +85,13 @@ def add_one(x: torch.Tensor, *, offsets: str = "auto", block_size: int = 4096) -
         raise ValueError(f"x must be 1-D and contiguous, got shape {tuple(x.shape)}, stride {x.stride()}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    if block_size <= 0 or block_size & (block_size - 1):
-        raise ValueError(f"block_size must be a positive power of two, got {block_size}")
+    if not isinstance(block_size, int) or not 1 <= block_size <= 2**20 or block_size & (block_size - 1):
+        raise ValueError(f"block_size must be a power of two from 1 to 2**20 (Triton's largest tile), got {block_size}")
     n = x.numel()
     grid = triton.cdiv(n, block_size)
+    if grid > INT32_MAX:  # the most programs a grid holds along axis 0
+        raise ValueError(f"x has {n} elements: {grid} tiles of block_size={block_size} are more than a grid "
+                         f"holds ({INT32_MAX}); pass a larger block_size")
     last_offset = grid * block_size - 1  # the largest offset the last tile computes (1)!
     if offsets == "auto":
         offsets = "int64" if last_offset > INT32_MAX else "int32"

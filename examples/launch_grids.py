@@ -58,7 +58,7 @@ def scale_shift_kernel(
     x = tl.load(x_ptr + offs * stride_x, mask=mask)  # (2)!
     y = x * alpha + beta
     if RELU:  # resolved while compiling: the other branch is not in the binary
-        y = tl.maximum(y, 0.0)
+        y = tl.maximum(y, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as in torch.relu
     tl.store(out_ptr + offs, y, mask=mask)  # the store casts y to out's dtype
 # --8<-- [end:args-kernel]
 
@@ -119,6 +119,20 @@ def check_same(names: str, *ts: torch.Tensor) -> None:
 def check_block(name: str, value: int) -> None:
     if not isinstance(value, int) or value <= 0 or value & (value - 1):
         raise ValueError(f"{name} must be a positive power of two, got {value}")
+
+
+INT32_MAX = 2**31 - 1
+
+
+def check_offsets(name: str, t: torch.Tensor) -> None:
+    """The kernels below compute element offsets in int32: refuse a tensor whose elements need more."""
+    span = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
+    last = max(span, t.numel() - 1)  # the farthest element of t, or of a contiguous output of t's shape
+    if last > INT32_MAX:
+        raise ValueError(
+            f"{name} of shape {tuple(t.shape)} and stride {t.stride()} needs element offsets up to {last}, "
+            f"more than an int32 holds (2**31 - 1); see examples/int64_offsets.py for int64 offsets"
+        )
 # --8<-- [end:validate]
 
 
@@ -141,6 +155,7 @@ def scale_shift(x: torch.Tensor, alpha: float, beta: float = 0.0, *, relu: bool 
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{name} must be a Python float, got {type(value).__name__}")
     check_block("block_size", block_size)
+    check_offsets("x", x)
     out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
     n = x.numel()
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # (1)!
@@ -199,9 +214,13 @@ def add_row_bias(x: torch.Tensor, bias: torch.Tensor, *, block_m: int = 32, bloc
         raise ValueError(f"bias must be contiguous (stride 1), got stride {bias.stride()}")
     check_block("block_m", block_m)
     check_block("block_n", block_n)
+    check_offsets("x", x)
     M, N = x.shape
-    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))  # a plain tuple works too
+    if grid[1] > 65_535:  # CUDA's limit on grid axis 1 (see the 3-D grid below)
+        raise ValueError(f"x of shape {(M, N)} needs {grid[1]} column tiles on grid axis 1, which holds at most "
+                         "65535: raise block_n")
+    out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     add_row_bias_kernel[grid](
         x, bias, out, M, N,
         x.stride(0), x.stride(1), out.stride(0), out.stride(1),
@@ -257,6 +276,8 @@ def add_batch_bias(x: torch.Tensor, bias: torch.Tensor, *, block_n: int = 128) -
     if tuple(bias.shape) != (B, N):
         raise ValueError(f"bias must have shape (B, N) = {(B, N)}, got {tuple(bias.shape)}")
     check_block("block_n", block_n)
+    check_offsets("x", x)
+    check_offsets("bias", bias)
     grid = (B, M, triton.cdiv(N, block_n))
     if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
         raise ValueError(

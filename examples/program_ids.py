@@ -55,11 +55,17 @@ def whoami_kernel(
         tl.store(count_ptr, tl.num_programs(axis=0))  # (2)!
 
 
+INT32_MAX = 2**31 - 1  # the largest int32; also CUDA's limit on grid axis 0
+
+
 def check_launch(n: int, block_size: int, num_warps: int, device, names=("n", "block_size")) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{names[0]} must be a positive int, got {n!r}")
     if not isinstance(block_size, int) or block_size <= 0 or block_size & (block_size - 1):
         raise ValueError(f"{names[1]} must be a positive power of two, got {block_size}")
+    if n > INT32_MAX:  # pid * BLOCK_SIZE + tl.arange(...) is int32 arithmetic
+        raise ValueError(f"{names[0]} must be at most 2**31 - 1, got {n}: the kernels compute int32 offsets "
+                         "(examples/int64_offsets.py shows the int64 version)")
     if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps}")
     if torch.device(device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -113,10 +119,18 @@ def whoami_2d_kernel(
     tl.store(ptrs + 2 * stride_p, ones * flat, mask=mask)
 
 
+MAX_GRID_YZ = 65_535  # CUDA's limit on grid axes 1 and 2
+
+
 def whoami_2d(M: int, N: int, block_m: int = 16, block_n: int = 32, *, device=DEVICE) -> torch.Tensor:
     """int32 tensor of shape (3, M, N): [0] row-tile id, [1] column-tile id, [2] flat program id."""
     check_launch(M, block_m, 4, device, names=("M", "block_m"))
     check_launch(N, block_n, 4, device, names=("N", "block_n"))
+    if 3 * M * N > INT32_MAX:
+        raise ValueError(f"3 * M * N must be at most 2**31 - 1 (the int32 offsets of out), got M={M}, N={N}")
+    if triton.cdiv(N, block_n) > MAX_GRID_YZ:
+        raise ValueError(f"N={N} needs {triton.cdiv(N, block_n)} column tiles, but grid axis 1 holds at most "
+                         f"{MAX_GRID_YZ} programs: raise block_n")
     out = torch.empty((3, M, N), device=device, dtype=torch.int32)
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
     whoami_2d_kernel[grid](out, M, N, *out.stride(), BLOCK_M=block_m, BLOCK_N=block_n)

@@ -73,8 +73,8 @@ def cumsum_kernel(
 # Applying step `(a1, x1)` and then `(a2, x2)` to a state `h` gives
 # `a2 * (a1 * h + x1) + x2`: the pair `(a1 * a2, a2 * x1 + x2)`. That combine is
 # associative, so `tl.associative_scan` can evaluate all prefixes of a tile in
-# parallel. The scan's first output is the product of the `a`s so far: it says
-# how much of the state carried in from the previous chunk survives.
+# parallel. The state carried in from the previous chunk enters through the chunk's
+# first step, exactly as the sequential loop applies it.
 
 
 # %%
@@ -104,10 +104,10 @@ def linear_scan_kernel(
         mask = offs < n_cols
         a = tl.load(a_ptr + row * stride_am + offs, mask=mask, other=1.0).to(tl.float32)  # (1)!
         x = tl.load(x_ptr + row * stride_xm + offs, mask=mask, other=0.0).to(tl.float32)
-        a_prod, h_local = tl.associative_scan((a, x), axis=0, combine_fn=first_order_combine)  # (2)!
-        h = h_local + a_prod * h_in
+        x = tl.where(cols == 0, a * h_in + x, x)  # (2)!
+        _, h = tl.associative_scan((a, x), axis=0, combine_fn=first_order_combine)  # (3)!
         tl.store(h_ptr + row * stride_hm + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
-        h_in = tl.sum(tl.where(cols == BLOCK_N - 1, h, 0.0), axis=0)  # (3)!
+        h_in = tl.sum(tl.where(cols == BLOCK_N - 1, h, 0.0), axis=0)  # (4)!
 # --8<-- [end:recurrence-kernel]
 
 
@@ -121,6 +121,7 @@ def linear_scan_kernel(
 # %%
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+MAX_ROWS = 2**31 - 1  # one program per row: the most a grid holds along axis 0
 
 
 def _check(name: str, t) -> None:
@@ -132,6 +133,8 @@ def _check(name: str, t) -> None:
         raise ValueError(f"{name} must be 2-D (rows, cols), got shape {tuple(t.shape)}")
     if t.shape[1] > 1 and t.stride(1) != 1:
         raise ValueError(f"{name} must have unit stride along its last dim, got strides {t.stride()}")
+    if t.shape[0] > MAX_ROWS:
+        raise ValueError(f"{name} has {t.shape[0]} rows: one program per row, at most 2**31 - 1 of them")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
@@ -139,8 +142,8 @@ def _check(name: str, t) -> None:
 def _block_n(n_cols: int, block_n: int | None) -> int:
     if block_n is None:
         return min(2048, triton.next_power_of_2(max(n_cols, 16)))
-    if block_n < 16 or block_n & (block_n - 1):
-        raise ValueError(f"block_n must be a power of two >= 16, got {block_n}")
+    if not isinstance(block_n, int) or not 16 <= block_n <= 2**20 or block_n & (block_n - 1):
+        raise ValueError(f"block_n must be a power of two from 16 to 2**20 (Triton's largest tile), got {block_n}")
     return block_n
 
 
@@ -156,7 +159,10 @@ def cumsum(x: torch.Tensor, block_n: int | None = None) -> torch.Tensor:
 
 
 def linear_scan(a: torch.Tensor, x: torch.Tensor, block_n: int | None = None) -> torch.Tensor:
-    """h[:, j] = a[:, j] * h[:, j - 1] + x[:, j] with h[:, -1] = 0, along the last dim."""
+    """h[:, j] = a[:, j] * h[:, j - 1] + x[:, j] with h[:, -1] = 0, along the last dim.
+
+    One difference from the sequential loop: after an infinite decay factor in a row, an element
+    the loop makes +-inf may come out NaN, because the scan regroups the products (inf - inf)."""
     _check("a", a)
     _check("x", x)
     if a.shape != x.shape:
@@ -257,9 +263,9 @@ def bench_case(name: str, provider: str, x: int, device=None, elements=2**24) ->
         fns = {
             "triton": lambda: cumsum(xs),
             "torch": lambda: torch.cumsum(xs, dim=-1),
-            "torch.compile": lambda: _compiled_cumsum()(xs),
         }
-        return {"fn": fns[provider], "ref": lambda: cumsum_torch(xs), "work": 2 * xs.numel() * 4,
+        peer = _compiled_peer(_torch_cumsum, xs) if provider == "torch.compile" else {"fn": fns[provider]}
+        return {**peer, "ref": lambda: cumsum_torch(xs), "work": 2 * xs.numel() * 4,
                 "rtol": 1e-4, "atol": 1e-3 * x**0.5}
     a = 0.5 + 0.5 * torch.rand(m, x, device=device)
     # the reference loops over columns (N small launches): slow, but run once per point
@@ -267,13 +273,23 @@ def bench_case(name: str, provider: str, x: int, device=None, elements=2**24) ->
             "work": 3 * xs.numel() * 4, "rtol": 1e-4, "atol": 1e-4}
 
 
-_COMPILED = {}
+def _torch_cumsum(t: torch.Tensor) -> torch.Tensor:
+    """What the torch.compile peer compiles: the same call as the "torch" provider."""
+    return torch.cumsum(t, dim=-1)
 
 
-def _compiled_cumsum():
-    if "cumsum" not in _COMPILED:
-        _COMPILED["cumsum"] = torch.compile(lambda t: torch.cumsum(t, dim=-1))
-    return _COMPILED["cumsum"]
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
+
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
+
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

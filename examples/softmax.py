@@ -117,7 +117,7 @@ def softmax_multirow_kernel(
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     for block in range(tl.program_id(0), n_blocks, tl.num_programs(0)):  # (1)!
-        rows = (block * ROWS + tl.arange(0, ROWS)).to(tl.int64)
+        rows = tl.cast(block, tl.int64) * ROWS + tl.arange(0, ROWS)  # int64 before the multiply
         rows_in = tl.minimum(rows, n_rows - 1)  # (2)!
         x_ptrs = x_ptr + rows_in[:, None] * stride_xm + cols[None, :]
         x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf")).to(tl.float32)
@@ -198,6 +198,8 @@ MAX_ROW_BLOCK = 32768  # longest row (a power of two) held in one tile
 MULTIROW_TILE = 4096  # elements per multirow tile: ROWS * BLOCK_N
 ONLINE_BLOCK = 16384  # chunk of the online kernel: 64 KB of fp32 per load
 ONLINE_PROGRAMS_PER_SM = 2  # persistent grid of the online kernel
+MAX_TILE = 2**20  # Triton's limit on the elements of one tile
+INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
 
 
 def _check_input(x) -> None:
@@ -225,6 +227,15 @@ def _sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return 4
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _check_launch(variant: str, n_rows: int, n_cols: int, block_n: int, rows: int) -> None:
+    """The limits of each step, checked before anything launches."""
+    if rows * block_n > MAX_TILE:
+        raise ValueError(f"variant {variant!r} would hold {rows} x {block_n} elements in one tile, more than "
+                         f"Triton's {MAX_TILE} (rows longer than that need 'online')")
+    if variant == "row" and n_rows > INT32_MAX:
+        raise ValueError(f"variant 'row' launches one program per row: at most 2**31 - 1 rows, got {n_rows}")
 
 
 def pick_variant(n_cols: int) -> str:
@@ -261,6 +272,7 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         block_n = block_n or triton.next_power_of_2(n_cols)
         if block_n < n_cols:
             raise ValueError(f"variant 'row' needs block_n >= N = {n_cols}, got {block_n}")
+        _check_launch(variant, n_rows, n_cols, block_n, 1)
         num_warps = config.pop("num_warps", _num_warps(block_n))
         softmax_row_kernel[(n_rows,)](
             x, y, n_cols, x.stride(0), y.stride(0), BLOCK_N=block_n, num_warps=num_warps)
@@ -269,14 +281,16 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         if block_n < n_cols:
             raise ValueError(f"variant 'multirow' needs block_n >= N = {n_cols}, got {block_n}")
         rows = config.pop("rows", max(1, MULTIROW_TILE // block_n))
+        _check_launch(variant, n_rows, n_cols, block_n, rows)
         num_warps = config.pop("num_warps", _num_warps(rows * block_n))
         n_blocks = triton.cdiv(n_rows, rows)
-        grid = (min(n_blocks, config.pop("num_programs", n_blocks)),)
+        grid = (min(n_blocks, config.pop("num_programs", n_blocks), INT32_MAX),)  # the kernel loops over the rest
         softmax_multirow_kernel[grid](
             x, y, n_rows, n_cols, x.stride(0), y.stride(0), ROWS=rows, BLOCK_N=block_n,
             num_warps=num_warps, num_stages=config.pop("num_stages", 3))
     else:
         block_n = block_n or min(ONLINE_BLOCK, triton.next_power_of_2(n_cols))
+        _check_launch(variant, n_rows, n_cols, block_n, 1)
         num_warps = config.pop("num_warps", _num_warps(block_n))
         programs = ONLINE_PROGRAMS_PER_SM * _sm_count(x.device)  # (1)!
         grid = (min(n_rows, config.pop("num_programs", programs)),)
@@ -396,12 +410,11 @@ def bench_case(name: str, provider: str, x: int, device=None, dtype="float32", e
         "triton-multirow": lambda: softmax(inp, "multirow"),
         "triton-online": lambda: softmax(inp, "online"),
         "torch": lambda: torch.softmax(inp, dim=-1),
-        "torch.compile": lambda: _compiled_softmax()(inp),
         "torch-unfused": lambda: softmax_unfused(inp),
     }
     tol = 1e-5 if dtype == "float32" else 1e-2
     return {
-        "fn": fns[provider],
+        **(_compiled_peer(_torch_softmax, inp) if provider == "torch.compile" else {"fn": fns[provider]}),
         "ref": lambda: softmax_torch(inp),
         "work": 2 * inp.numel() * inp.element_size(),  # bytes: read x once, write y once
         "rtol": tol,
@@ -409,13 +422,23 @@ def bench_case(name: str, provider: str, x: int, device=None, dtype="float32", e
     }
 
 
-_COMPILED = {}
+def _torch_softmax(t: torch.Tensor) -> torch.Tensor:
+    """What the torch.compile peer compiles: the same call as the "torch" provider."""
+    return torch.softmax(t, dim=-1)
 
 
-def _compiled_softmax():
-    if "softmax" not in _COMPILED:
-        _COMPILED["softmax"] = torch.compile(lambda t: torch.softmax(t, dim=-1))
-    return _COMPILED["softmax"]
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
+
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
+
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

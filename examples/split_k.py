@@ -57,10 +57,14 @@ def matmul_split_k_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     ATOMIC: tl.constexpr,  # True when there is more than one K slice
+    INT64: tl.constexpr,  # True when an offset can pass 2**31 - 1
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)  # (1)!
+    if INT64:  # (4)!
+        pid_m, pid_n, pid_k = pid_m.to(tl.int64), pid_n.to(tl.int64), pid_k.to(tl.int64)
+        stride_ak, stride_bk = tl.cast(stride_ak, tl.int64), tl.cast(stride_bk, tl.int64)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = pid_k * k_per_split + tl.arange(0, BLOCK_K)
@@ -97,6 +101,8 @@ def matmul_split_k_kernel(
 # %%
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INT32_MAX = 2**31 - 1
+MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (axis 0 takes up to 2**31 - 1)
 
 
 def _check_inputs(a, b) -> None:
@@ -116,6 +122,25 @@ def _check_inputs(a, b) -> None:
         raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+
+
+def reach(t: torch.Tensor) -> int:
+    """The largest element offset in the view t: sum of (size - 1) * |stride|."""
+    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
+
+
+def needs_int64(a, b, grid, block_m: int, block_n: int, block_k: int, k_per_split: int) -> bool:
+    """Refuse a grid CUDA cannot launch; True when some offset the kernel computes passes 2**31 - 1."""
+    if grid[0] > INT32_MAX or grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
+        raise ValueError(f"the grid {grid} (M tiles, N tiles, K slices) is too large: CUDA launches at most "
+                         f"{INT32_MAX} x {MAX_GRID_YZ} x {MAX_GRID_YZ}; pass a larger block_n or fewer slices")
+    m, n = a.shape[0], b.shape[1]
+    largest = max(
+        reach(a), reach(b), m * n - 1,  # the last element of A, B and C
+        grid[0] * block_m - 1, grid[1] * block_n - 1, grid[2] * k_per_split - 1,  # the last row, column, k
+        block_k * max(abs(a.stride(1)), abs(b.stride(0))),  # one step along K
+    )
+    return largest > INT32_MAX
 
 
 def pick_split_k(m: int, n: int, k: int, sms: int, block_m: int = 64, block_n: int = 128, block_k: int = 64) -> int:
@@ -141,18 +166,17 @@ def matmul_split_k(a, b, split_k=None, block_m=64, block_n=128, block_k=64, num_
         raise ValueError(f"split_k must be a positive int, got {split_k!r}")
     k_per_split = triton.cdiv(triton.cdiv(k, split_k), block_k) * block_k  # (2)!
     split_k = triton.cdiv(k, k_per_split) if k else 1  # no empty slices
+    if m == 0 or n == 0 or k == 0:
+        return torch.zeros((m, n), device=a.device, dtype=torch.float32)
+    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n), split_k)
+    int64 = needs_int64(a, b, grid, block_m, block_n, block_k, k_per_split)  # (3)!
     atomic = split_k > 1
     c = (torch.zeros if atomic else torch.empty)((m, n), device=a.device, dtype=torch.float32)
-    if m == 0 or n == 0:
-        return c
-    if k == 0:
-        return c.zero_()
-    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n), split_k)
     matmul_split_k_kernel[grid](
         a, b, c, m, n, k,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         k_per_split,
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, ATOMIC=atomic,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, ATOMIC=atomic, INT64=int64,
         num_warps=num_warps, num_stages=num_stages,
     )
     return c

@@ -55,9 +55,13 @@ def copy_2d_kernel(
     stride_yn,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    INT64: tl.constexpr,  # True when an offset can pass 2**31 - 1
 ):
     pid_m = tl.program_id(axis=0)
     pid_n = tl.program_id(axis=1)
+    if INT64:  # (2)!
+        pid_m = pid_m.to(tl.int64)
+        pid_n = pid_n.to(tl.int64)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)  # (BLOCK_M,)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # (BLOCK_N,)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)  # (BLOCK_M, BLOCK_N)
@@ -70,6 +74,8 @@ def copy_2d_kernel(
 # %%
 # --8<-- [start:copy-launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INT32_MAX = 2**31 - 1
+MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1 (axis 0 takes up to 2**31 - 1 programs)
 
 
 def _check_2d(name: str, x) -> None:
@@ -79,9 +85,6 @@ def _check_2d(name: str, x) -> None:
         raise TypeError(f"{name} must be float16, bfloat16 or float32, got {x.dtype}")
     if x.dim() != 2:
         raise ValueError(f"{name} must be 2-D, got shape {tuple(x.shape)}")
-    last = sum((size - 1) * stride for size, stride in zip(x.shape, x.stride(), strict=True))
-    if x.numel() and last >= 2**31:
-        raise ValueError(f"{name} reaches element offset {last}: int32 offsets stop at 2**31 - 1")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
@@ -92,19 +95,36 @@ def _check_blocks(block_m: int, block_n: int) -> None:
             raise ValueError(f"{name} must be a positive power of two, got {v}")
 
 
+def reach(t: torch.Tensor) -> int:
+    """The largest element offset in the view t: sum of (size - 1) * |stride|."""
+    if t.numel() == 0:
+        return 0
+    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True))
+
+
+def copy_2d_launch(x: torch.Tensor, block_m: int, block_n: int) -> tuple:
+    """The grid, the runtime arguments and the constexprs that copy the 2-D view x into a row-major y."""
+    M, N = x.shape
+    args = [M, N, *x.stride(), N, 1]  # (1)!
+    blocks = [block_m, block_n]
+    if triton.cdiv(N, block_n) > MAX_GRID_Y:  # (2)!
+        args = [N, M, x.stride(1), x.stride(0), 1, N]
+        blocks = blocks[::-1]
+    grid = (triton.cdiv(args[0], blocks[0]), triton.cdiv(args[1], blocks[1]))
+    if grid[0] > INT32_MAX or grid[1] > MAX_GRID_Y:
+        raise ValueError(f"x of shape {(M, N)} needs {triton.cdiv(M, block_m)} x {triton.cdiv(N, block_n)} "
+                         f"tiles of {block_m} x {block_n}, more than a grid holds: pass larger blocks")
+    largest = max(reach(x), M * N - 1, grid[0] * blocks[0] - 1, grid[1] * blocks[1] - 1)  # (3)!
+    return grid, args, {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "INT64": largest > INT32_MAX}
+
+
 def copy_2d(x: torch.Tensor, *, block_m: int = 64, block_n: int = 64) -> torch.Tensor:
     """A contiguous copy of the 2-D view `x`, whatever its strides (what `x.contiguous()` returns)."""
     _check_2d("x", x)
     _check_blocks(block_m, block_n)
-    M, N = x.shape
-    y = torch.empty((M, N), device=x.device, dtype=x.dtype)  # row-major: strides (N, 1)
-    grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
-    copy_2d_kernel[grid](
-        x, y, M, N,
-        x.stride(0), x.stride(1),  # (1)!
-        y.stride(0), y.stride(1),
-        BLOCK_M=block_m, BLOCK_N=block_n,
-    )
+    grid, args, meta = copy_2d_launch(x, block_m, block_n)
+    y = torch.empty(x.shape, device=x.device, dtype=x.dtype)  # row-major: strides (N, 1)
+    copy_2d_kernel[grid](x, y, *args, **meta)
     return y
 
 
@@ -150,6 +170,9 @@ def broadcast_shape(a: tuple, b: tuple) -> tuple:
 
 # %%
 # --8<-- [start:broadcast-kernel]
+MAX_TILE = 2**20  # Triton's limit on the elements of one tile
+
+
 @triton.jit
 def broadcast_add_kernel(
     a_ptr, b_ptr, out_ptr,  # contiguous inputs and output
@@ -171,11 +194,19 @@ def broadcast_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
         if not t.is_contiguous() or any(s <= 0 or s & (s - 1) for s in t.shape):
             raise ValueError(f"{name} must be contiguous with power-of-two sizes, got {tuple(t.shape)}")
+        if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
     if a.dim() != 2 or b.dim() not in (1, 2):
         raise ValueError(f"a must be 2-D and b 1-D or 2-D, got {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.device != b.device:
+        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
     shape = broadcast_shape(a.shape, b.shape)  # ValueError here, before the kernel sees it
+    if shape[0] * shape[1] > MAX_TILE:
+        raise ValueError(f"a + b has shape {shape}: one program holds it as one tile of at most {MAX_TILE} elements")
     out = torch.empty(shape, device=a.device, dtype=torch.promote_types(a.dtype, b.dtype))
     b0, b1 = (1, b.shape[0]) if b.dim() == 1 else b.shape
     broadcast_add_kernel[(1,)](a, b, out, *a.shape, b0, b1, *shape, B_1D=b.dim() == 1)
@@ -227,10 +258,19 @@ def col_sum_kernel(
 
 # %%
 # --8<-- [start:sum-launchers]
+def _check_int32_offsets(x: torch.Tensor, block_m: int, block_n: int) -> None:
+    """The sum kernels compute int32 offsets: refuse a view whose offsets (or tile indices) pass 2**31 - 1."""
+    M, N = x.shape
+    largest = max(reach(x), triton.cdiv(M, block_m) * block_m - 1, triton.cdiv(N, block_n) * block_n - 1)
+    if largest > INT32_MAX:
+        raise ValueError(f"x needs offsets up to {largest}: the sum kernels' int32 offsets stop at 2**31 - 1")
+
+
 def row_sum(x: torch.Tensor, *, block_m: int = 16, block_n: int = 128) -> torch.Tensor:
     """x.sum(dim=1) for any 2-D view, accumulated in fp32, returned in x.dtype."""
     _check_2d("x", x)
     _check_blocks(block_m, block_n)
+    _check_int32_offsets(x, block_m, block_n)
     M, N = x.shape
     out = torch.empty(M, device=x.device, dtype=x.dtype)
     row_sum_kernel[(triton.cdiv(M, block_m),)](
@@ -243,6 +283,7 @@ def col_sum(x: torch.Tensor, *, block_m: int = 64, block_n: int = 64) -> torch.T
     """x.sum(dim=0) for any 2-D view, accumulated in fp32, returned in x.dtype."""
     _check_2d("x", x)
     _check_blocks(block_m, block_n)
+    _check_int32_offsets(x, block_m, block_n)
     M, N = x.shape
     out = torch.empty(N, device=x.device, dtype=x.dtype)
     col_sum_kernel[(triton.cdiv(N, block_n),)](
@@ -327,10 +368,9 @@ def bench_case(name: str, provider: str, x: int, device=None) -> dict:
     fns = {
         "triton": lambda: transpose(a, **TUNED_BLOCKS),
         "torch": lambda: a.t().contiguous(),
-        "torch.compile": lambda: _compiled()(a),
     }
     return {
-        "fn": fns[provider],
+        **(_compiled_peer(_torch_transpose, a) if provider == "torch.compile" else {"fn": fns[provider]}),
         "ref": lambda: a.t().contiguous(),
         "work": 2 * x * x * a.element_size(),  # bytes: read x, write y
         "rtol": 0.0,
@@ -338,13 +378,23 @@ def bench_case(name: str, provider: str, x: int, device=None) -> dict:
     }
 
 
-_COMPILED = {}
+def _torch_transpose(a: torch.Tensor) -> torch.Tensor:
+    """What the torch.compile peer compiles: the same call as the "torch" provider."""
+    return a.t().contiguous()
 
 
-def _compiled():
-    if "t" not in _COMPILED:
-        _COMPILED["t"] = torch.compile(lambda a: a.t().contiguous())
-    return _COMPILED["t"]
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
+
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
+
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -82,18 +82,14 @@ def transpose_desc_kernel(
 # %%
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INT32_MAX = 2**31 - 1  # descriptor shapes and block coordinates are int32
+MAX_STRIDE_BYTES = 2**40  # TMA strides are below 2**40 bytes
+MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1
 
 
-def _set_allocator_once() -> None:
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
     """Kernels that build descriptors on the GPU need scratch memory for them."""
-    if not _ALLOCATOR_SET:
-        triton.set_allocator(  # (1)!
-            lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8)
-        )
-        _ALLOCATOR_SET.append(True)
-
-
-_ALLOCATOR_SET: list = []
+    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def transpose(x: torch.Tensor, *, block_m: int = 128, block_n: int = 64) -> torch.Tensor:
@@ -104,6 +100,8 @@ def transpose(x: torch.Tensor, *, block_m: int = 128, block_n: int = 64) -> torc
         raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D, got shape {tuple(x.shape)}")
+    if x.numel() == 0:  # nothing to move, and an empty tensor's strides say nothing
+        return torch.empty((x.shape[1], x.shape[0]), device=x.device, dtype=x.dtype)
     size = x.element_size()
     if x.stride(1) != 1:
         raise ValueError(f"x must have stride 1 in its last dimension, got stride {x.stride()}")
@@ -112,14 +110,23 @@ def transpose(x: torch.Tensor, *, block_m: int = 128, block_n: int = 64) -> torc
             f"x's row stride ({x.stride(0)} elements) and start must be multiples of 16 bytes, "
             "as tensor descriptors require"
         )
+    M, N = x.shape
+    if M > 1 and x.stride(0) < N:  # (3)!
+        raise ValueError(f"x's rows overlap (row stride {x.stride(0)} < {N} columns, as in an expand): "
+                         "tensor descriptors need rows that do not")
+    if max(M, N) > INT32_MAX or x.stride(0) * size >= MAX_STRIDE_BYTES:
+        raise ValueError(f"x of shape {(M, N)}, row stride {x.stride(0)}: tensor descriptors take dimensions "
+                         f"up to 2**31 - 1 and strides below 2**40 bytes")
     for name, v in (("block_m", block_m), ("block_n", block_n)):
-        if v & (v - 1) or not 16 // size <= v <= 256:
+        if not isinstance(v, int) or v & (v - 1) or not 16 // size <= v <= 256:
             raise ValueError(f"{name} must be a power of two from {16 // size} to 256, got {v}")
+    if triton.cdiv(N, block_n) > MAX_GRID_Y:
+        raise ValueError(f"x has N = {N} columns: {triton.cdiv(N, block_n)} blocks of block_n={block_n} are more "
+                         f"than grid axis 1 holds ({MAX_GRID_Y}); pass a larger block_n")
     if x.device.type == "cuda":
-        _set_allocator_once()
+        triton.set_allocator(_scratch)  # (1)!
     elif os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    M, N = x.shape
     m_padded = triton.cdiv(M, 16 // size) * (16 // size)  # rows of y: a multiple of 16 bytes
     y = torch.empty((N, m_padded), device=x.device, dtype=x.dtype)[:, :M]
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
@@ -189,10 +196,9 @@ def bench_case(name: str, provider: str, x: int, device=None) -> dict:
     fns = {
         "triton": lambda: transpose(a, **TUNED_BLOCKS),
         "torch": lambda: transpose_torch(a),
-        "torch.compile": lambda: _compiled()(a),
     }
     return {
-        "fn": fns[provider],
+        **(_compiled_peer(transpose_torch, a) if provider == "torch.compile" else {"fn": fns[provider]}),
         "ref": lambda: transpose_torch(a),
         "work": 2 * x * x * a.element_size(),  # bytes: read x, write y
         "rtol": 0.0,
@@ -200,13 +206,18 @@ def bench_case(name: str, provider: str, x: int, device=None) -> dict:
     }
 
 
-_COMPILED = {}
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
 
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
 
-def _compiled():
-    if "t" not in _COMPILED:
-        _COMPILED["t"] = torch.compile(transpose_torch)
-    return _COMPILED["t"]
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -64,7 +64,7 @@ def matmul_relu_kernel(
         w = tl.load(w_ptr + k[:, None] * stride_wk + offs_n[None, :] * stride_wn,
                     mask=(k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(x, w, acc, input_precision=INPUT_PRECISION)  # (1)!
-    acc = tl.maximum(acc, 0.0)
+    acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # (3)!
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if SKIP_ZEROS:
         mask = mask & (acc > 0.0)  # (2)!
@@ -107,6 +107,39 @@ def _check_inputs(x, w, out):
             raise ValueError(f"out must be a tensor of shape {expected}")
         if out.dtype != x.dtype or out.device != x.device:
             raise TypeError(f"out must be {x.dtype} on {x.device}, got {out.dtype} on {out.device}")
+        if _may_self_overlap(out):
+            raise ValueError(f"out must not have elements that can share an address, got shape {tuple(out.shape)} "
+                             f"and stride {out.stride()}")
+        for name, t in (("x", x), ("w", w)):
+            if _overlap(out, t):
+                raise ValueError(f"out must not overlap {name}: programs would read values others already wrote")
+    out_last = x.shape[0] * w.shape[1] - 1 if out is None else _last_offset(out)  # a new out is contiguous
+    for name, last in (("x", _last_offset(x)), ("w", _last_offset(w)), ("out", out_last)):
+        if last > 2**31 - 1:
+            raise ValueError(f"{name} reaches element offset {last}, past 2**31 - 1: the kernel computes int32 offsets")
+
+
+def _last_offset(t: torch.Tensor) -> int:
+    """How far t's last element lies from its first, in elements."""
+    return sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
+
+
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the memory from a's first to last element meets b's."""
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 <= b0 + _last_offset(b) * b.element_size() and b0 <= a0 + _last_offset(a) * a.element_size()
+
+
+def _may_self_overlap(t: torch.Tensor) -> bool:
+    """True for an expanded view (stride 0) and any layout where two elements may share an address."""
+    reach = 0  # the farthest offset the smaller-stride dimensions reach
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride(), strict=True) if sz > 1):
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
 
 
 def matmul_relu(x, w, out=None, *, input_precision="tf32", block=(64, 64, 32), _skip_zeros=False):
@@ -114,11 +147,15 @@ def matmul_relu(x, w, out=None, *, input_precision="tf32", block=(64, 64, 32), _
     _check_inputs(x, w, out)
     if input_precision not in ("tf32", "ieee"):
         raise ValueError(f"input_precision must be 'tf32' or 'ieee', got {input_precision!r}")
+    if len(block) != 3 or any(not isinstance(b, int) or b < 16 or b & (b - 1) for b in block):
+        raise ValueError(f"block must be three powers of two >= 16 (BLOCK_M, BLOCK_N, BLOCK_K), got {block}")
     (M, K), N = x.shape, w.shape[1]
-    if out is None:
-        out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     bm, bn, bk = block
     grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
+    if grid[1] > 65_535:  # CUDA's limit on grid axis 1
+        raise ValueError(f"N = {N} needs {grid[1]} column tiles, more than grid axis 1 holds (65535): raise BLOCK_N")
+    if out is None:
+        out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     matmul_relu_kernel[grid](
         x, w, out, M, N, K,
         x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1),

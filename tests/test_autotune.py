@@ -179,6 +179,65 @@ def test_bad_inputs(x, err, words, op):
         ex.scale_(x, 2.0) if op == "scale_" else ex.sum_(x)
 
 
+def test_refuses_more_than_2_31_elements():
+    # Meta tensors: the checks see the shape; nothing is allocated, tuned or launched.
+    before = ex.TUNING_RUNS["count"]
+    words = r"x has 2147483648 elements, more than 2\*\*31 - 1: these kernels compute int32 offsets"
+    for call in (lambda x: ex.scale_(x, 2.0), ex.sum_):
+        with pytest.raises(ValueError, match=words):
+            call(torch.empty(2**31, device="meta"))
+    assert ex.TUNING_RUNS["count"] == before
+    ex._check_vector("x", torch.empty(2**31 - 1, device="meta"))  # the largest accepted
+
+
+@pytest.mark.parametrize("layout", ["expanded", "strided"])
+def test_non_contiguous_vectors_are_refused(layout):
+    x = x_(1).expand(17) if layout == "expanded" else x_(34)[::2]
+    for call in (lambda: ex.scale_(x, 2.0), lambda: ex.sum_(x)):
+        with pytest.raises(ValueError, match=r"x must be contiguous \(stride 1\)"):
+            call()
+
+
+def test_storage_offset_view():
+    buf = torch.randn(1100, device=DEVICE)
+    x = buf[75:]  # contiguous, not 16-byte aligned
+    expected = ex.scale_torch(x, 3.0)
+    torch.testing.assert_close(ex.sum_(x), ex.sum_torch(x), rtol=1e-5, atol=1e-4)
+    ex.scale_(x, 3.0)
+    torch.testing.assert_close(x, expected)
+
+
+def special(n):
+    x = torch.randn(n, device=DEVICE)
+    big = torch.finfo(torch.float32).max
+    x[1::6], x[2::6], x[3::6] = float("inf"), big, -big
+    return x
+
+
+def test_scale_nan_inf_like_torch():
+    x = special(1025)
+    x[::6] = float("nan")
+    expected = ex.scale_torch(x, -2.0)  # big * -2 overflows to -inf, in both
+    ex.scale_(x, -2.0)
+    torch.testing.assert_close(x, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("case", ["nan", "inf", "inf - inf", "large"])
+def test_sum_nan_inf_like_torch(case):
+    x = torch.rand(1025, device=DEVICE)
+    if case == "nan":
+        x[700] = float("nan")
+    elif case == "inf":
+        x[3] = float("inf")
+    elif case == "inf - inf":
+        x[3], x[1000] = float("inf"), float("-inf")
+    else:
+        x *= 1e35  # the sum stays below the fp32 maximum, in any order
+    got, ref = ex.sum_(x), ex.sum_torch(x)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=0, equal_nan=True)
+    assert got.isnan().item() == (case in ("nan", "inf - inf"))
+
+
 def test_bucket():
     assert [ex.bucket(n) for n in (1, 16, 17, 1025, 2048)] == [1, 16, 32, 2048, 2048]
 

@@ -60,6 +60,60 @@ def test_scale_act_bad_inputs(kwargs, err, words):
         ex.scale_act(**kwargs)
 
 
+def special(n, dtype=torch.float32):
+    """Random values with NaN, +-inf, the largest finite magnitudes and moderately large ones mixed in."""
+    x = x_(n, dtype=dtype)
+    big = torch.finfo(dtype).max
+    x[::8], x[1::8], x[2::8], x[3::8], x[4::8] = float("nan"), float("inf"), float("-inf"), big, -big
+    x[5::8], x[6::8] = 50.0, -50.0  # x**3 is large; the GELU's sigmoid saturates
+    return x
+
+
+@pytest.mark.parametrize("activation", ex.ACTIVATIONS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_scale_act_nan_inf_like_torch(activation, dtype):
+    # relu: tl.maximum(x, 0.0) alone turns NaN into 0 on a GPU; torch.relu keeps NaN.
+    x = special(131, dtype)
+    got = ex.scale_act(x, 0.5, activation)
+    torch.testing.assert_close(got, ex.scale_act_torch(x, 0.5, activation), equal_nan=True, **tolerances(dtype))
+    assert got[::8].isnan().all() and got[1::8].eq(float("inf")).all()
+
+
+def test_refuses_more_than_2_31_elements():
+    # Meta tensors: the checks see the shape, nothing is allocated or launched.
+    x = torch.empty(2**31, device="meta")
+    words = r"x has 2147483648 elements, more than 2\*\*31 - 1: these kernels compute int32 offsets"
+    for call in (lambda: ex.scale_act(x), lambda: ex.copy(x), lambda: ex.copy_constexpr_n(x)):
+        with pytest.raises(ValueError, match=words):
+            call()
+    ex._check_vector("x", torch.empty(2**31 - 1, device="meta"))  # the largest accepted
+
+
+@pytest.mark.parametrize("shift", [1, -1, 1023])
+def test_copy_refuses_a_partly_overlapping_out(shift):
+    buf = x_(3100)
+    x, out = buf[1024:2048], buf[1024 + shift:2048 + shift]
+    with pytest.raises(ValueError, match=f"out must not partly overlap x: they start {abs(shift)} elements apart"):
+        ex.copy(x, out)
+
+
+def test_copy_into_itself_or_a_neighbour():
+    buf = x_(2048)
+    before = buf.clone()
+    torch.testing.assert_close(ex.copy(buf[:1024], buf[:1024]), before[:1024], rtol=0, atol=0)  # the same memory
+    ex.copy(buf[:1024], buf[1024:])  # adjacent, no overlap
+    torch.testing.assert_close(buf[1024:], before[:1024], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("layout", ["expanded", "strided", "2-D"])
+def test_non_contiguous_vectors_are_refused(layout):
+    x = {"expanded": lambda: x_(1).expand(17), "strided": lambda: x_(34)[::2], "2-D": lambda: x_(3, 4).t()}[layout]()
+    words = "x must be 1-D" if layout == "2-D" else r"x must be contiguous \(stride 1\)"
+    for call in (lambda: ex.scale_act(x), lambda: ex.copy(x), lambda: ex.copy_constexpr_n(x)):
+        with pytest.raises(ValueError, match=words):
+            call()
+
+
 @pytest.mark.parametrize(
     "constexprs, words",
     [

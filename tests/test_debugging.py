@@ -18,6 +18,61 @@ def test_row_sum_strided_rows():
     torch.testing.assert_close(ex.row_sum(x), ex.row_sum_torch(x), rtol=1e-5, atol=1e-4)
 
 
+def test_row_sum_layouts():
+    for x in (torch.randn(1, 33, device=DEVICE).expand(5, 33),  # every row the same memory: stride (0, 1)
+              torch.randn(7, 40, device=DEVICE)[2:, 3:36],  # a storage offset and padded rows
+              torch.randn(1, 6, device=DEVICE).t(),  # one column: its stride does not matter
+              torch.randn(0, 5, device=DEVICE), torch.randn(4, 0, device=DEVICE)):  # nothing to add
+        torch.testing.assert_close(ex.row_sum(x), ex.row_sum_torch(x), rtol=1e-5, atol=1e-4)
+
+
+def test_row_sum_nan_inf_like_torch():
+    x = torch.rand(6, 37, device=DEVICE)
+    x[0, 3], x[1, 36], x[2, 0] = float("nan"), float("inf"), float("-inf")
+    x[3, 0], x[3, 1] = float("inf"), float("-inf")  # inf - inf = NaN
+    x[4] *= 1e36  # large, and still finite when summed
+    x[5, :3] = torch.finfo(torch.float32).max  # overflows to inf, in torch's sum too
+    got = ex.row_sum(x)
+    torch.testing.assert_close(got, ex.row_sum_torch(x), rtol=1e-5, atol=1e-4, equal_nan=True)
+    assert got[[0, 3]].isnan().all() and got[1] == float("inf") and got[5] == float("inf")
+
+
+def meta(shape, stride):
+    return torch.empty_strided(shape, stride, device="meta")  # a shape and strides, no memory
+
+
+@pytest.mark.parametrize(
+    "x, words",
+    [
+        (meta((2**16 + 1, 2**14), (2**15, 1)), r"reaches element offset 2147500031, past 2\*\*31 - 1"),  # padded rows
+        (meta((3, 5), (2**30, 1)),
+         r"x of shape \(3, 5\) and stride \(1073741824, 1\) reaches element offset 2147483652"),
+        (meta((2**31, 4), (0, 1)), r"x has 2147483648 rows, more than grid axis 0 holds"),
+        (meta((2, 16_385), (16_385, 1)), "x must have at most 16384 columns"),
+    ],
+)
+def test_row_sum_limits(x, words):
+    with pytest.raises(ValueError, match=words):
+        ex.row_sum(x)
+
+
+@pytest.mark.parametrize(
+    "a, b, kw, err, words",
+    [
+        (torch.randn(24, 24), torch.randn(24, 24), {}, ValueError, "16, 32, 64 or 128 square"),
+        (torch.randn(256, 256), torch.randn(256, 256), {}, ValueError, "16, 32, 64 or 128 square"),
+        (torch.randn(16, 16), torch.randn(16, 16).half(), {}, TypeError, "a and b must share a dtype"),
+        (torch.randn(16, 16).double(), torch.randn(16, 16).double(), {}, TypeError, "a and b must share a dtype"),
+        (torch.randn(16, 16), torch.randn(16, 16), {"input_precision": "tf32x3"}, ValueError,
+         "input_precision must be"),
+        (torch.randn(16, 16).t(), torch.randn(16, 16), {}, ValueError, "a and b must be contiguous"),
+    ],
+)
+def test_tile_matmul_bad_inputs(a, b, kw, err, words):
+    with pytest.raises(err, match=words):
+        ex.launch_tile_matmul(a.to(DEVICE), b.to(DEVICE), **kw)
+
+
 @pytest.mark.parametrize(
     "x, err, words",
     [
@@ -68,6 +123,21 @@ def test_breakpoint_stops_in_every_program(monkeypatch):
     x = torch.randn(3, 20)
     torch.testing.assert_close(ex.row_sum_in_pdb(x), x.sum(1))
     assert len(stops) == 3
+
+
+@pytest.mark.skipif(ON_GPU, reason="breakpoint() in a kernel needs the interpreter")
+@pytest.mark.parametrize("x, err, match", [
+    (torch.randn(20, 3).t(), ValueError, "contiguous rows"),  # a transposed view: rows are strided
+    (torch.randn(3, 20, dtype=torch.float16), TypeError, "float32"),
+    (torch.randn(60), ValueError, "2-D"),
+    ([[1.0, 2.0]], TypeError, "torch.Tensor"),
+])
+def test_pdb_launcher_checks_its_input(monkeypatch, x, err, match):
+    # The pdb launcher refuses what its kernel cannot sum, like row_sum (it once summed a transposed
+    # view's storage instead of its rows).
+    monkeypatch.setattr(sys, "breakpointhook", lambda *a, **k: None)
+    with pytest.raises(err, match=match):
+        ex.row_sum_in_pdb(x)
 
 
 @requires_gpu

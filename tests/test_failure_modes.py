@@ -33,6 +33,12 @@ def test_tile_offsets_rejects_bad_tiles():
         ex.tile_offsets(-1)
     with pytest.raises(ValueError, match="first_tile must be in"):
         ex.tile_offsets(2**31)
+    for block_size in (0, 3, -4, 2.0, 2**21):
+        with pytest.raises(ValueError, match="block_size must be a power of two from 1 to 2\\*\\*20"):
+            ex.tile_offsets(5, block_size=block_size)
+    for n_tiles in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="n_tiles must be an int from 1 to 2\\*\\*20"):
+            ex.tile_offsets(5, n_tiles=n_tiles)
 
 
 @pytest.mark.parametrize("n", ODD_SIZES)
@@ -42,6 +48,72 @@ def test_fill_below_2_31_is_right_either_way(n, dtype, int64_offsets):
     y = torch.full((n,), -5, device=DEVICE, dtype=dtype)
     ex.fill(y, 7, int64_offsets=int64_offsets)
     assert bool((y == 7).all())
+
+
+def test_fill_values_of_every_kind():
+    y = torch.zeros(37, device=DEVICE)
+    assert bool((ex.fill(y, 2.5) == 2.5).all())  # a float stays a float
+    assert bool(ex.fill(y, float("nan")).isnan().all())
+    assert bool((ex.fill(y, -float("inf")) == -float("inf")).all())
+    assert bool((ex.fill(y, 2**40) == 2.0**40).all())  # an int64 argument, converted once
+    i8 = torch.zeros(37, device=DEVICE, dtype=torch.int8)
+    assert bool((ex.fill(i8, -128) == -128).all())
+    with pytest.raises(ValueError, match="value must be an integer that torch.int8 holds, got 128"):
+        ex.fill(i8, 128)
+    with pytest.raises(ValueError, match="value must be an integer that torch.int8 holds, got 1.5"):
+        ex.fill(i8, 1.5)
+    with pytest.raises(TypeError, match="value must be an int or a float, got bool"):
+        ex.fill(y, True)
+
+
+# Meta tensors: a shape and no memory. The limits are checked before anything launches.
+BIG = torch.empty(2**31 + 5, dtype=torch.int8, device="meta")
+
+
+def test_launchers_refuse_int32_offsets_that_wrap():
+    with pytest.raises(ValueError, match="y has 2147483653 elements: the last tile reaches offset 2147484671, "
+                                         "and int32 offsets stop at 2\\*\\*31 - 1"):
+        ex.fill(BIG, 1, int64_offsets=False)
+    big = torch.empty(2**31 + 5, device="meta")
+    with pytest.raises(ValueError, match="x has 2147483653 elements: .* int32 offsets stop"):
+        ex.scale(big, 2.0)
+    with pytest.raises(ValueError, match="x has 2147483653 elements: .* int32 offsets stop"):
+        ex.add(big, big)
+    ex._grid_1d("y", 2**31, 1024)  # exactly 2**31 elements: offsets up to 2**31 - 1, allowed
+    assert ex._grid_1d("y", 2**31 + 5, 1024, int64_offsets=True) == 2**21 + 1
+
+
+@pytest.mark.parametrize("block_size, words", [
+    (1000, "block_size must be a power of two from 1 to 2\\*\\*20, got 1000"),
+    (2**21, "block_size must be a power of two from 1 to 2\\*\\*20"),
+    (0, "block_size must be a power of two"),
+    (256.0, "block_size must be a power of two"),
+])
+def test_bad_block_sizes(block_size, words):
+    with pytest.raises(ValueError, match=words):
+        ex.fill(torch.zeros(8, device=DEVICE, dtype=torch.int8), 1, block_size=block_size)
+    with pytest.raises(ValueError, match=words):
+        ex.scale(x_(8), 2.0, block_size=block_size)
+    with pytest.raises(ValueError, match=words):
+        ex.add(x_(8), x_(8), block_size=block_size)
+
+
+def test_more_tiles_than_a_grid_holds():
+    with pytest.raises(ValueError, match="y has 2147483653 elements: 2147483653 tiles are more than a grid holds"):
+        ex.fill(BIG, 1, block_size=1)
+
+
+def test_matmul_refuses_int32_offsets_that_wrap():
+    a = torch.empty(2**16, 2**15 + 1, device="meta", dtype=torch.float16)
+    b = torch.empty(2**15 + 1, 8, device="meta", dtype=torch.float16)
+    with pytest.raises(ValueError, match="reaches element offset 2147549183: this matmul's int32 offsets"):
+        ex.matmul(a, b)
+    a = torch.empty(1, 8, device="meta", dtype=torch.float16).expand(2**20, 8)  # stride 0: C is the large one
+    b = torch.empty(8, 2**12, device="meta", dtype=torch.float16)
+    with pytest.raises(ValueError, match="reaches element offset 4294967295"):
+        ex.matmul(a, b)
+    with pytest.raises(ValueError, match="b has N = 4194305 columns: more tiles than grid axis 1 holds"):
+        ex.matmul(a[:1], torch.empty(8, 64 * 65535 + 65, device="meta", dtype=torch.float16))
 
 
 def test_fill_bad_inputs():
@@ -54,14 +126,15 @@ def test_fill_bad_inputs():
 
 
 _INT32_SCRIPT = """
-import json, torch, failure_modes as fm
+import json, torch, triton, failure_modes as fm
 head, n = 2**31, 2**31 + 2**22
 buf = torch.zeros(head + n, device="cuda", dtype=torch.int8)  # 4 GiB: a guard region, then the tensor
 y = buf[head:]
 result = {}
 for int64 in (True, False):
     buf.zero_()
-    fm.fill(y, 1, int64_offsets=int64)
+    # the kernel itself: fill() refuses int64_offsets=False at this size
+    fm.fill_kernel[(triton.cdiv(n, 1024),)](y, n, 1, BLOCK_SIZE=1024, INT64_OFFSETS=int64)
     torch.cuda.synchronize()
     result["int64" if int64 else "int32"] = [int(y[:2**31].sum()), int(y[2**31:].sum()), int(buf[:head].sum())]
 print(json.dumps(result))
@@ -69,6 +142,7 @@ print(json.dumps(result))
 
 
 @requires_gpu
+@pytest.mark.big_gpu
 def test_gpu_int32_offsets_write_before_the_tensor():
     # In a child process: had the wrapped address been outside the allocation, the illegal
     # access would have killed this process's CUDA context and every test after it.
@@ -109,6 +183,27 @@ def test_missing_mask_overwrites_the_neighbours(n):
     assert bool((obuf[300 + n + spill:] == -1).all())
 
 
+def test_nan_and_inf_match_torch():
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e38, 1.0], device=DEVICE)
+    y = torch.tensor([1.0, -float("inf"), -float("inf"), 3e38, float("nan")], device=DEVICE)
+    torch.testing.assert_close(ex.scale(x, -3.0), x * -3.0, rtol=0, atol=0, equal_nan=True)  # 3e38 * -3: -inf
+    torch.testing.assert_close(ex.add(x, y), x + y, rtol=0, atol=0, equal_nan=True)  # inf - inf: NaN
+    a = torch.randint(-3, 4, (5, 6), device=DEVICE).float()
+    b = torch.randint(-3, 4, (6, 4), device=DEVICE).float()
+    a[1, 2], a[3, 0], b[4, 3] = float("nan"), float("inf"), float("inf")
+    got = ex.matmul(a, b, precision="ieee", configs=ex.MATMUL_CONFIGS[2:])
+    torch.testing.assert_close(got, ex.matmul_torch(a, b), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "padded rows", "storage offset", "expanded"])
+def test_matmul_layouts(layout):
+    a, b = x_(37, 20), x_(20, 29)
+    a = {"transposed": a.t().contiguous().t(), "padded rows": torch.cat([a, x_(37, 3)], 1)[:, :20],
+         "storage offset": torch.cat([x_(3, 20), a])[3:], "expanded": a[:1].expand(37, 20)}[layout]
+    got = ex.matmul(a, b, precision="ieee", configs=ex.MATMUL_CONFIGS[2:])
+    torch.testing.assert_close(got, ex.matmul_torch(a, b), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("n", ODD_SIZES)
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_scale_matches_torch(n, dtype):
@@ -123,6 +218,10 @@ def test_scale_bad_inputs():
         ex.scale(x_(4), 2.0, out=x_(5))
     with pytest.raises(TypeError, match="x must have dtype in"):
         ex.scale(x_(4).to(torch.int64), 2.0)
+    with pytest.raises(ValueError, match="x must be contiguous"):
+        ex.scale(x_(1).expand(8), 2.0)  # stride 0
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        ex.scale(x_(4), 2.0, out=x_(8)[::2])
 
 
 # ----------------------------------------------------------------------------- 3. shared memory

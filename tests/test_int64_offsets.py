@@ -46,6 +46,24 @@ def test_refuses_int32_offsets_that_wrap():
         ex.add_one(BIG, offsets="int32", block_size=1024)
 
 
+def test_refuses_more_tiles_than_a_grid_holds():
+    with pytest.raises(ValueError, match="x has 2147483653 elements: 2147483653 tiles of block_size=1 are more than"):
+        ex.add_one(BIG, block_size=1)
+    with pytest.raises(ValueError, match="offsets='int32' wraps"):
+        ex.add_one(BIG, offsets="int32", block_size=2)  # 2**30 + 3 tiles fit the grid; the offsets do not
+
+
+def test_special_values_and_views():
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 3e38, -1.0], device=DEVICE)
+    torch.testing.assert_close(ex.add_one(x), x + 1, rtol=0, atol=0, equal_nan=True)
+    i8 = torch.tensor([127, -128, 0], dtype=torch.int8, device=DEVICE)
+    assert torch.equal(ex.add_one(i8), i8 + 1)  # 127 + 1 wraps to -128, as in torch
+    big = data(100, torch.float16)
+    torch.testing.assert_close(ex.add_one(big[37:]), big[37:] + 1, rtol=0, atol=0)  # a storage offset
+    empty = torch.empty(0, device=DEVICE)
+    assert ex.add_one(empty).shape == (0,)
+
+
 @pytest.mark.parametrize(
     "x, kw, err, words",
     [
@@ -54,7 +72,11 @@ def test_refuses_int32_offsets_that_wrap():
         (torch.zeros(2, 3, device=DEVICE), {}, ValueError, "x must be 1-D and contiguous"),
         (torch.zeros(8, device=DEVICE)[::2], {}, ValueError, "x must be 1-D and contiguous"),
         (torch.zeros(8, device=DEVICE), {"offsets": "int16"}, ValueError, "offsets must be 'auto', 'int32' or 'int64'"),
-        (torch.zeros(8, device=DEVICE), {"block_size": 1000}, ValueError, "block_size must be a positive power of two"),
+        (torch.zeros(8, device=DEVICE), {"block_size": 1000}, ValueError, "block_size must be a power of two from 1"),
+        (torch.zeros(8, device=DEVICE), {"block_size": 2**21}, ValueError, "block_size must be a power of two from 1"),
+        (torch.zeros(8, device=DEVICE), {"block_size": 0}, ValueError, "block_size must be a power of two from 1"),
+        (torch.zeros(8, device=DEVICE), {"block_size": 64.0}, ValueError, "block_size must be a power of two from 1"),
+        (torch.zeros(1, device=DEVICE).expand(8), {}, ValueError, "x must be 1-D and contiguous"),  # stride 0
     ],
 )
 def test_bad_inputs(x, kw, err, words):

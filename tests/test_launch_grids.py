@@ -140,6 +140,102 @@ def test_driver_rejects_grid_axis_1_over_limit():
         torch.cuda.synchronize()
 
 
+# --- layouts: padded rows, storage offsets, expanded views ----------------------------------------
+
+def test_layouts_with_offsets_padding_and_broadcast():
+    M, N, B = 19, 37, 3
+    bias = x_(N + 5)[5:]  # a storage offset
+    for x in (x_(M, N + 7)[:, :N],  # padded rows: stride (N + 7, 1)
+              x_(M + 2, N)[2:],  # a storage offset
+              x_(1, N).expand(M, N),  # every row the same memory: stride (0, 1)
+              x_(M, 1).expand(M, N)):  # stride (1, 0)
+        torch.testing.assert_close(ex.add_row_bias(x, bias), ex.add_row_bias_torch(x, bias), rtol=0, atol=0)
+    x3 = x_(B, M, N + 3)[:, :, 3:]  # padded and offset
+    for bias2 in (x_(1, N).expand(B, N), x_(B, N + 1)[:, 1:]):
+        torch.testing.assert_close(ex.add_batch_bias(x3, bias2), ex.add_batch_bias_torch(x3, bias2), rtol=0, atol=0)
+    x1 = x_(M * 3 + 1)[1::3]
+    torch.testing.assert_close(ex.scale_shift(x1, 2.0, 1.0, relu=True), ex.scale_shift_torch(x1, 2.0, 1.0, relu=True))
+
+
+# --- NaN, infinities and large magnitudes ----------------------------------------------------------
+
+def special(n, dtype=torch.float32):
+    """Random values with NaN, +inf, -inf and the largest finite magnitudes mixed in."""
+    x = x_(n, dtype=dtype)
+    big = torch.finfo(dtype).max
+    x[:: 7], x[1:: 7], x[2:: 7], x[3:: 7], x[4:: 7] = float("nan"), float("inf"), float("-inf"), big, -big
+    return x
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("relu", [False, True])
+def test_scale_shift_nan_inf_like_torch(dtype, relu):
+    # relu: tl.maximum(y, 0.0) alone turns NaN into 0 on a GPU; torch keeps NaN.
+    x = special(131, dtype)
+    got = ex.scale_shift(x, 1.5, -0.25, relu=relu)  # big * 1.5 overflows to inf, in both
+    ref = ex.scale_shift_torch(x, 1.5, -0.25, relu=relu)
+    torch.testing.assert_close(got, ref, equal_nan=True, **tolerances(dtype))
+    assert got[::7].isnan().all() and got[3::7].eq(float("inf")).all()
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bias_adds_nan_inf_like_torch(dtype):
+    x = special(5 * 33, dtype).view(5, 33)
+    bias = special(33, dtype).flip(0)
+    torch.testing.assert_close(ex.add_row_bias(x, bias), ex.add_row_bias_torch(x, bias), rtol=0, atol=0,
+                               equal_nan=True)
+    x3, bias3 = x.view(5, 1, 33).expand(5, 2, 33), special(5 * 33, dtype).view(5, 33)
+    torch.testing.assert_close(ex.add_batch_bias(x3, bias3), ex.add_batch_bias_torch(x3, bias3), rtol=0, atol=0,
+                               equal_nan=True)
+
+
+# --- int32 offsets: refused before anything is allocated --------------------------------------------
+# Expanded views and meta tensors (shape and strides, no storage) reach 2**31 without the memory.
+
+def meta(shape, stride=None):
+    if stride is None:
+        return torch.empty(shape, device="meta")
+    return torch.empty_strided(shape, stride, device="meta")
+
+
+OFFSET_CASES = {
+    "expanded, 2**31 + 1 elements": (lambda: ex.scale_shift(x_(1).expand(2**31 + 1), 1.0), "x", 2**31),
+    "strided 1-D": (lambda: ex.scale_shift(meta((2049,), (2**20,)), 1.0), "x", 2**31),
+    "padded rows": (lambda: ex.add_row_bias(meta((2**16 + 1, 2**15 + 1))[:, :5], meta((5,))), "x",
+                    2**16 * (2**15 + 1) + 4),
+    "transposed": (lambda: ex.add_row_bias(meta((2**15 + 1, 2**16)).t(), meta((2**15 + 1,))), "x", 2**31 + 2**16 - 1),
+    "expanded rows": (lambda: ex.add_row_bias(x_(1, 2**16).expand(2**15 + 1, 2**16), x_(2**16)), "x",
+                      2**31 + 2**16 - 1),
+    "3-D batch stride": (lambda: ex.add_batch_bias(meta((3, 2, 4), (2**30, 4, 1)), meta((3, 4))), "x",
+                         2**31 + 4 + 3),
+    "3-D bias": (lambda: ex.add_batch_bias(meta((3, 2, 4)), meta((3, 4), (2**30, 1))), "bias", 2**31 + 3),
+}
+
+
+@pytest.mark.parametrize("case", OFFSET_CASES)
+def test_int32_offset_limit_is_refused(case):
+    call, name, last = OFFSET_CASES[case]
+    with pytest.raises(ValueError, match=rf"{name} of shape .* needs element offsets up to {last}, "
+                                         r"more than an int32 holds \(2\*\*31 - 1\)"):
+        call()
+
+
+def test_int32_offset_limit_boundary():
+    # The last offset 2**31 - 1 still fits: accepted (checked without launching).
+    ex.check_offsets("x", x_(1).expand(2**31))
+    ex.check_offsets("x", meta((2**16, 2**15)))
+    ex.check_offsets("x", meta((2, 2), (2**31 - 2, 1)))
+    with pytest.raises(ValueError, match="up to 2147483648"):
+        ex.check_offsets("x", meta((2, 2), (2**31 - 1, 1)))
+    ex.check_offsets("x", x_(0, 5))  # nothing to reach
+
+
+def test_row_bias_grid_axis_1_limit():
+    N = 65_535 * 64 + 1
+    with pytest.raises(ValueError, match="needs 65536 column tiles on grid axis 1, which holds at most 65535"):
+        ex.add_row_bias(meta((1, N)), meta((N,)))
+
+
 # --- validation ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

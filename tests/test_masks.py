@@ -80,6 +80,105 @@ def test_bias_relu_stores_stay_inside():
     assert torch.isnan(buf[M * N:]).all()
 
 
+# ---- NaN, infinities and large magnitudes: as torch does ---------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+
+def special_rows(n_cols, dtype):
+    """Rows that each hold one kind of special value, among ordinary random ones."""
+    big = torch.finfo(dtype).max
+    x = x_(7, n_cols, dtype=dtype)
+    x[0, n_cols // 2] = NAN  # NaN in the middle of a row
+    x[1, -1] = NAN  # NaN in the last lane before the masked ones
+    x[2, 0] = INF
+    x[3] = -INF  # a row of -inf
+    x[4, 0], x[4, -1] = -INF, NAN  # both
+    x[5] = -big  # the most negative finite value, everywhere
+    x[6, :: 2] = big  # the largest finite value
+    return x
+
+
+@pytest.mark.parametrize("n_cols", [1, 17, 1025])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_row_max_nan_inf_like_torch(n_cols, dtype):
+    # torch.amax returns NaN for a row with a NaN; tl.max alone would skip it.
+    x = special_rows(n_cols, dtype)
+    got = ex.row_max(x)
+    torch.testing.assert_close(got, ex.row_max_torch(x), rtol=0, atol=0, equal_nan=True)
+    assert got[0].isnan() and got[1].isnan() and got[4].isnan()
+
+
+@pytest.mark.parametrize("N", [1, 17, 300])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bias_relu_nan_inf_like_torch(N, dtype):
+    # torch.relu keeps NaN; tl.where(z > 0, z, 0.0) would turn it into 0.
+    x = special_rows(N, dtype)
+    b = x_(N, dtype=dtype)
+    if N > 1:
+        b[-2] = NAN  # a NaN bias: a whole column of NaN
+    got = ex.bias_relu(x, b)
+    torch.testing.assert_close(got, ex.bias_relu_torch(x, b), rtol=0, atol=0, equal_nan=True)
+    assert got[0, N // 2].isnan() and got[2, 0] == INF and got[3, 0] == 0
+
+
+# ---- int32 offsets: refused before launching ---------------------------------------
+# Meta tensors have a shape and no storage: the launchers' checks run, nothing is allocated.
+
+
+def test_row_max_refuses_int32_offset_overflow():
+    x = torch.empty(2**18 + 1, 8192, device="meta")  # 2**31 + 8192 elements
+    with pytest.raises(ValueError, match=r"x has 2147491840 elements, more than 2\*\*31 - 1: .* int32 offsets"):
+        ex.row_max(x)
+
+
+def test_bias_relu_refuses_int32_offset_overflow():
+    x = torch.empty(2**16, 2**15, device="meta")  # 2**31 elements: offset 2**31 - 1 is the last that fits
+    with pytest.raises(ValueError, match=r"x has 2147483648 elements, more than 2\*\*31 - 1"):
+        ex.bias_relu(x, torch.empty(2**15, device="meta"))
+
+
+def test_bias_relu_refuses_too_many_column_tiles():
+    N = 65_535 * 256 + 1
+    with pytest.raises(ValueError, match=f"N={N} needs 65536 column tiles, but grid axis 1 holds at most 65535"):
+        ex.bias_relu(torch.empty(1, N, device="meta"), torch.empty(N, device="meta"))
+
+
+# ---- layouts ---------------------------------------------------------------------------
+
+
+def test_views_with_a_storage_offset():
+    # A contiguous view that starts inside its storage: the launcher passes its data_ptr.
+    buf = x_(9, 33)
+    x = buf[2:]
+    assert x.is_contiguous() and x.storage_offset() == 66
+    torch.testing.assert_close(ex.row_max(x), ex.row_max_torch(x), rtol=0, atol=0)
+    b = x_(40)[7:]
+    torch.testing.assert_close(ex.bias_relu(x, b), ex.bias_relu_torch(x, b), rtol=0, atol=0)
+
+
+LAYOUTS = {
+    "transposed": lambda: x_(6, 5).t(),
+    "padded rows": lambda: x_(5, 8)[:, :6],
+    "expanded rows": lambda: x_(1, 6).expand(5, 6),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_strided_layouts_are_refused(layout):
+    x = LAYOUTS[layout]()
+    assert x.shape == (5, 6) and not x.is_contiguous()
+    with pytest.raises(ValueError, match="x must be 2-D and contiguous, got shape .5, 6., stride"):
+        ex.row_max(x)
+    with pytest.raises(ValueError, match="x must be contiguous, got stride"):
+        ex.bias_relu(x, x_(6))
+
+
+def test_expanded_bias_is_refused():
+    with pytest.raises(ValueError, match=r"b must be contiguous, got stride \(0,\)"):
+        ex.bias_relu(x_(3, 4), x_(1).expand(4))
+
+
 # ---- bad inputs --------------------------------------------------------------------
 
 

@@ -29,6 +29,46 @@ def test_row_strided_input(launcher):
     torch.testing.assert_close(LAUNCHERS[launcher](x, w), ex.rms_norm_torch(x, w), **tolerances(x.dtype))
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_nan_inf_and_large_values_match_torch(launcher, dtype):
+    x, w = rand(6, 40, dtype=dtype), rand(40, dtype=dtype)
+    x[0, 7] = NAN  # the mean square is NaN: the whole row is NaN
+    x[1, 3] = INF  # rms = inf: inf / inf = NaN there, finite / inf = 0 elsewhere
+    x[2, 9] = -INF
+    x[3, :] = torch.finfo(dtype).max  # fp16: the squares overflow fp16 but not the fp32 maths
+    x[4, :] = 0.0  # rms = sqrt(eps)
+    w[11] = NAN  # column 11 is NaN in every row
+    got = LAUNCHERS[launcher](x, w)
+    want = ex.rms_norm_torch(x, w)
+    assert torch.isnan(want[0]).all() and torch.isnan(want[1, 3]) and want[1, 4] == 0
+    assert torch.isnan(want[:, 11]).all()
+    torch.testing.assert_close(got, want, equal_nan=True, **tolerances(dtype))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_expanded_offset_and_column_views(launcher):
+    big = rand(12, 33)
+    cases = [
+        (rand(1, 33).expand(7, 33), rand(33)),  # stride 0: every row is the same row
+        (big[5:], rand(33)),  # a storage offset
+        (big[:, 4:20], rand(16)),  # padded rows
+        (rand(1, 9).t(), rand(4)[:1]),  # (9, 1) with strides (1, 9); a 1-element weight view
+        (rand(5, 1), rand(1).expand(1)),
+    ]
+    for x, w in cases:
+        torch.testing.assert_close(LAUNCHERS[launcher](x, w), ex.rms_norm_torch(x, w), **tolerances(x.dtype))
+
+
+def test_rows_launcher_refuses_more_rows_than_a_grid_holds():
+    x = torch.empty(1, 8, device=DEVICE).expand(2**31, 8)  # a stride-0 view: nothing of that size is allocated
+    with pytest.raises(ValueError, match="x has 2147483648 rows: one program per row, at most 2\\*\\*31 - 1"):
+        ex.rms_norm_rows(x, torch.empty(8, device=DEVICE))
+
+
 @pytest.mark.parametrize("programs_per_sm", [None, 1, 2, 7])
 def test_programs_per_sm(programs_per_sm):
     x, w = rand(29, 40), rand(40)
@@ -66,6 +106,7 @@ def test_grid_size():
         (rand(1, ex.MAX_N + 1), rand(ex.MAX_N + 1), {}, ValueError, "x must have 1 to"),
         (rand(3, 4).t(), rand(3), {}, ValueError, "contiguous last dim"),
         (rand(2, 3), rand(4), {}, ValueError, "weight must be contiguous with shape"),
+        (rand(2, 3), rand(6)[::2], {}, ValueError, "weight must be contiguous .* stride \\(2,\\)"),
         (rand(2, 3), rand(3, dtype=torch.float16), {}, TypeError, "same dtype"),
         (rand(2, 3), rand(3), {"eps": 0.0}, ValueError, "eps must be positive"),
     ],
@@ -115,3 +156,27 @@ def test_gpu_large(launcher, shape):
     # Many more rows than the persistent grid; the longest rows use 16 warps.
     x, w = rand(*shape), rand(shape[1])
     torch.testing.assert_close(LAUNCHERS[launcher](x, w), ex.rms_norm_torch(x, w), rtol=1e-5, atol=1e-5)
+
+
+@requires_gpu
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_gpu_output_past_2_31_elements(launcher):
+    # One row read 2^31 / 4096 + 3 times (stride 0), written to a 4.3 GB fp16 output:
+    # row * stride_ym passes 2^31 in the last rows.
+    n = 4096
+    m = 2**31 // n + 3
+    row, w = rand(1, n, dtype=torch.float16), rand(n, dtype=torch.float16)
+    want = ex.rms_norm_torch(row, w)[0]
+    try:
+        y = LAUNCHERS[launcher](row.expand(m, n), w)
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError:
+        y = None
+        torch.cuda.empty_cache()
+        pytest.skip("needs 4.3 GB of free GPU memory")
+    try:
+        for i in (0, m - 4, m - 3, m - 1):  # row m - 3 starts past 2^31
+            torch.testing.assert_close(y[i], want, **tolerances(torch.float16))
+    finally:
+        y = None
+        torch.cuda.empty_cache()

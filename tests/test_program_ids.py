@@ -108,11 +108,32 @@ def test_gpu_runs_programs_in_no_particular_order():
         (lambda: ex.whoami_2d(0, 4), "M must be a positive int"),
         (lambda: ex.whoami_2d(4, 4, 16, 24), "block_n must be a positive power of two"),
         (lambda: ex.take_tickets(-1), "num_programs must be a positive int"),
+        # the int32 offset and grid limits, refused before anything is allocated
+        (lambda: ex.whoami(2**31), r"n must be at most 2\*\*31 - 1, got 2147483648: .* int32 offsets"),
+        (lambda: ex.whoami_2d(2**31, 1), r"M must be at most 2\*\*31 - 1"),
+        (lambda: ex.whoami_2d(2**15, 2**15), r"3 \* M \* N must be at most 2\*\*31 - 1 .* M=32768, N=32768"),
+        (lambda: ex.whoami_2d(1, 65_535 * 32 + 1), "needs 65536 column tiles, but grid axis 1 holds at most 65535"),
+        (lambda: ex.take_tickets(2**31), r"num_programs must be at most 2\*\*31 - 1"),
     ],
 )
 def test_bad_inputs(call, words):
     with pytest.raises(ValueError, match=words):
         call()
+
+
+def test_limits_accept_their_boundary():
+    # The largest sizes the checks let through (checked without allocating them).
+    ex.check_launch(2**31 - 1, 1024, 4, DEVICE)
+    ex.check_launch(2**31 - 1, 1, 1, DEVICE, names=("num_programs", "block_size"))
+    assert ex.triton.cdiv(2**31 - 1, 2**20) * 2**20 - 1 == 2**31 - 1  # the last tile ends at the int32 limit
+
+
+@requires_gpu
+def test_gpu_whoami_2d_widest_grid_axis_1():
+    # 65,535 column tiles: the most grid axis 1 holds, and still right (too many programs
+    # for the interpreter).
+    N = 65_535 * 2
+    torch.testing.assert_close(ex.whoami_2d(1, N, 1, 2), ex.whoami_2d_torch(1, N, 1, 2), rtol=0, atol=0)
 
 
 def test_self_check_runs(capsys):

@@ -88,6 +88,41 @@ def test_minus_inf_entries_are_zero():
         torch.testing.assert_close(ex.softmax(x, variant, **cfg), torch.softmax(x, dim=-1), rtol=1e-5, atol=1e-6)
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("variant", ex.VARIANTS)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_nan_and_inf_rows_match_torch(variant, dtype):
+    # torch.softmax: a NaN or a +inf anywhere in a row makes the whole row NaN (+inf - +inf),
+    # a row of only -inf is NaN too (-inf - -inf), and -inf entries next to finite ones are 0.
+    x = rows(8, 45, dtype)
+    x[0, 7] = NAN
+    x[1, 44] = INF
+    x[2, :] = -INF
+    x[3, ::2] = -INF
+    x[4, 3], x[4, 30] = INF, -INF
+    x[5, 0], x[5, 1] = INF, INF
+    x[6, 10], x[6, 11] = NAN, INF
+    big = torch.finfo(dtype).max
+    x[7, :3] = torch.tensor([big, -big, big / 2], dtype=dtype)  # finite, but x - max overflows to -inf
+    cfg = {"block_n": 16} if variant == "online" else {}  # several chunks: the specials land in different ones
+    got = ex.softmax(x, variant, **cfg)
+    want = torch.softmax(x.float(), dim=-1).to(dtype)
+    assert torch.isnan(want[[0, 1, 2, 4, 5, 6]]).all() and not torch.isnan(want[[3, 7]]).any()
+    torch.testing.assert_close(got, want, equal_nan=True, **tolerances(dtype))
+
+
+@pytest.mark.parametrize("variant", ex.VARIANTS)
+def test_expanded_and_offset_views(variant):
+    # stride 0 (every row is the same row), a storage offset, and a (M, 1) column with stride (1, M)
+    cfg = {"block_n": 16} if variant == "online" else {}
+    base = rows(1, 53)
+    big = rows(12, 53)
+    for x in (base.expand(6, 53), big[3:], big[3:, 5:40], rows(1, 9).t()):
+        torch.testing.assert_close(ex.softmax(x, variant, **cfg), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("variant", ex.VARIANTS)
 def test_rows_sum_to_one(variant):
     x = rows(13, 301)
@@ -155,6 +190,33 @@ def test_bad_inputs(x, err, words):
         ex.softmax(x)
 
 
+# Meta tensors have a shape and no memory: the launcher's limits are checked before anything launches.
+def meta(m, n):
+    return torch.empty(1, n, device="meta", dtype=torch.float16).expand(m, n)
+
+
+def test_row_step_refuses_more_rows_than_a_grid_holds():
+    with pytest.raises(ValueError, match="variant 'row' launches one program per row: at most 2\\*\\*31 - 1 rows"):
+        ex.softmax(meta(2**31, 300), "row")
+
+
+def test_launch_limits_accept_what_they_can_run():
+    ex._check_launch("row", 2**31 - 1, 300, 512, 1)
+    ex._check_launch("online", 2, 2**31 + 5, 16384, 1)  # n_cols is then an int64 argument
+    ex._check_launch("multirow", 2**40, 16, 16, 64)  # multirow loops over row blocks: any number of rows
+    ex._check_launch("multirow", 8, 256, 256, 4096)  # exactly 2**20 elements in one tile
+
+
+@pytest.mark.parametrize("variant, cfg, words", [
+    ("row", {"block_n": 2**21}, "'row' would hold 1 x 2097152 elements in one tile"),
+    ("multirow", {"rows": 512}, "'multirow' would hold 512 x 4096 elements in one tile"),
+    ("online", {"block_n": 2**21}, "'online' would hold 1 x 2097152 elements in one tile"),
+])
+def test_tiles_past_tritons_limit_are_refused(variant, cfg, words):
+    with pytest.raises(ValueError, match=words):
+        ex.softmax(x_(2, 3000), variant, **cfg)
+
+
 def test_bad_variant_and_config():
     with pytest.raises(ValueError, match="variant must be one of"):
         ex.softmax(x_(2, 3), "fast")
@@ -207,14 +269,52 @@ def test_long_rows_on_gpu(n):
 
 
 @requires_gpu
-def test_more_than_2_to_31_elements_on_gpu():
-    # row * stride passes 2^31: the kernels compute row offsets in int64
-    n = 65536
+@pytest.mark.parametrize("n, variant, expanded", [
+    (4096, "row", False), (4096, "row", True), (256, "multirow", False), (4096, "online", False),
+    (65536, None, False),
+])
+def test_more_than_2_to_31_elements_on_gpu(n, variant, expanded):
+    # row * stride passes 2^31 in the last rows: the kernels compute row offsets in int64.
+    # expanded: a single row read 2^31 / n + 3 times (stride 0), written to a 4 GB output.
     m = 2**31 // n + 3
     try:
-        x = torch.empty(m, n, device=DEVICE, dtype=torch.float16).normal_()
+        if expanded:
+            x = torch.randn(1, n, device=DEVICE, dtype=torch.float16).expand(m, n)
+        else:
+            x = torch.empty(m, n, device=DEVICE, dtype=torch.float16).normal_()
+        y = ex.softmax(x, variant)
+        torch.cuda.synchronize()
     except torch.OutOfMemoryError:
-        pytest.skip("not enough GPU memory for 2^31 fp16 elements")
-    y = ex.softmax(x)
-    tail = x[-3:]
-    torch.testing.assert_close(y[-3:], ex.softmax_torch(tail), **tolerances(torch.float16))
+        x = y = None  # free what was allocated before skipping
+        torch.cuda.empty_cache()
+        pytest.skip("not enough GPU memory for 2^31 fp16 elements, twice")
+    try:
+        for i in (0, m // 2, m - 4, m - 3, m - 2, m - 1):  # row m - 3 starts past 2^31
+            torch.testing.assert_close(y[i], ex.softmax_torch(x[i:i + 1])[0], **tolerances(torch.float16))
+    finally:
+        del x, y
+        torch.cuda.empty_cache()
+
+
+@requires_gpu
+def test_one_row_past_2_to_31_elements_on_gpu():
+    # a single row of 2^31 + 77 elements: n_cols is an int64 argument and the online kernel's
+    # chunk loop counts in int64. All -inf but two values, so the answer is known exactly.
+    n = 2**31 + 77
+    try:
+        x = torch.full((1, n), float("-inf"), device=DEVICE, dtype=torch.float16)
+        x[0, 5], x[0, n - 3] = 0.0, 1.0
+        y = ex.softmax(x)
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError:
+        x = y = None
+        torch.cuda.empty_cache()
+        pytest.skip("not enough GPU memory for two rows of 2^31 fp16 elements")
+    try:
+        e = torch.e
+        torch.testing.assert_close(y[0, [5, n - 3]].float(), torch.tensor([1 / (1 + e), e / (1 + e)], device=DEVICE),
+                                   **tolerances(torch.float16))
+        assert y[0, :5].eq(0).all() and y[0, 6:n - 3].count_nonzero() == 0 and y[0, n - 2:].eq(0).all()
+    finally:
+        del x, y
+        torch.cuda.empty_cache()

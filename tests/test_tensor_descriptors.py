@@ -2,7 +2,7 @@ import pytest
 import tensor_descriptors as ex
 import torch
 
-from conftest import DEVICE, FLOAT_DTYPES
+from conftest import DEVICE, FLOAT_DTYPES, requires_gpu
 
 
 def x_(*shape, dtype=torch.float32):
@@ -50,7 +50,7 @@ def test_edges_are_clipped():
     buf = torch.full((N, 64), float("nan"), device=DEVICE)
     y = buf[:, :M]
     if DEVICE.type == "cuda":
-        ex._set_allocator_once()  # descriptors built in a kernel need scratch memory on the GPU
+        ex.triton.set_allocator(ex._scratch)  # descriptors built in a kernel need scratch memory on the GPU
     ex.transpose_desc_kernel[(3, 2)](x, y, M, N, x.stride(0), y.stride(0), BLOCK_M=16, BLOCK_N=16)
     torch.testing.assert_close(y, x.t(), rtol=0, atol=0)
     assert torch.isnan(buf[:, boundary:]).all(), "the store wrote past the 16-byte boundary of y's rows"
@@ -59,6 +59,45 @@ def test_edges_are_clipped():
     else:  # the TMA store may fill up to the boundary, only with the zero padding of the load
         tail = buf[:, M:boundary]
         assert (torch.isnan(tail) | (tail == 0)).all()
+
+
+def test_nan_and_inf_are_moved_unchanged():
+    x = x_(33, 24)
+    x[3, ::5] = float("nan")
+    x[7, 2], x[8, 3], x[9, 4] = float("inf"), -float("inf"), 3e38
+    torch.testing.assert_close(ex.transpose(x, block_m=16, block_n=16), x.t(), rtol=0, atol=0, equal_nan=True)
+
+
+def test_storage_offset_view():
+    x = x_(40, 24)[4:]  # starts 4 * 96 bytes in: still 16-byte aligned
+    assert x.storage_offset() > 0
+    torch.testing.assert_close(ex.transpose(x, block_m=16, block_n=16), x.t(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("shape", [(0, 8), (5, 0), (0, 0)])
+def test_empty(shape):
+    y = ex.transpose(x_(*shape))
+    assert y.shape == shape[::-1]
+
+
+def meta(*shape, dtype=torch.float16):
+    return torch.empty(*shape, device="meta", dtype=dtype)  # a shape and no memory
+
+
+@pytest.mark.parametrize(
+    "x, kw, words",
+    [
+        (x_(1, 8).expand(5, 8), {}, "x's rows overlap \\(row stride 0 < 8 columns"),
+        (x_(64).as_strided((5, 16), (8, 1)), {}, "x's rows overlap \\(row stride 8 < 16 columns"),
+        (meta(2**31, 8), {}, "tensor descriptors take dimensions up to 2\\*\\*31 - 1"),
+        (meta(8, 2**31 + 8)[:, :2**31], {}, "dimensions up to 2\\*\\*31 - 1"),
+        (meta(2, 2**39 + 8)[:, :8], {}, "strides below 2\\*\\*40 bytes"),  # 2**40 + 16 bytes between rows
+        (meta(2, 65536 * 64 + 8), {"block_n": 64}, "65537 blocks of block_n=64 are more than grid axis 1 holds"),
+    ],
+)
+def test_descriptor_limits_are_refused(x, kw, words):
+    with pytest.raises(ValueError, match=words):
+        ex.transpose(x, **kw)
 
 
 @pytest.mark.parametrize(
@@ -92,3 +131,26 @@ def test_bench_case(provider):
 def test_self_check_runs(capsys):
     ex.self_check()
     assert "transpose(x) == x.t()" in capsys.readouterr().out
+
+
+@requires_gpu
+def test_gpu_more_than_2_31_elements():
+    # 65,539 x 32,768 fp16 (4.3 GB in, 4.3 GB out): every dimension fits an int32, the
+    # offsets do not; the TMA engine computes addresses in 64 bits.
+    M, N = 2**16 + 3, 2**15
+    try:
+        x = torch.empty(M, N, device=DEVICE, dtype=torch.float16).normal_()
+        y = ex.transpose(x)
+        torch.cuda.synchronize()
+    except torch.OutOfMemoryError:
+        x = y = None
+        torch.cuda.empty_cache()
+        pytest.skip("needs 8.6 GB of free GPU memory")
+    try:
+        for i in (0, 1, M // 2, M - 2, M - 1):
+            assert torch.equal(y[:, i], x[i]), f"column {i}"
+        for j in (0, N - 1):
+            assert torch.equal(y[j], x[:, j]), f"row {j}"
+    finally:
+        x = y = None
+        torch.cuda.empty_cache()

@@ -100,6 +100,111 @@ def t_(*shape, **kw):
     return torch.randn(*shape, device=DEVICE, **kw)
 
 
+# ---- NaN, infinities and large magnitudes ----------------------------------------------
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_nan_and_inf_like_torch(dtype):
+    # torch.relu keeps NaN; tl.maximum(acc, 0.0) without propagate_nan returns 0 for it on a GPU.
+    M, N, K = 17, 33, 9
+    x, w = _inputs(M, N, K, dtype)
+    x[2, 5] = float("nan")  # row 2: all NaN
+    x[4, 1] = float("inf")  # row 4: +inf or, after the relu, 0, by the sign of w[1, n]
+    w[3, 7] = float("-inf")  # column 7: the same by the sign of x[m, 3]; NaN where it meets row 4's +inf
+    out = ex.matmul_relu(x, w)
+    ref = ex.matmul_relu_torch(x, w)
+    torch.testing.assert_close(out.double(), ref, equal_nan=True, **ex.tolerance(dtype, DEVICE, K))
+    assert out[2].isnan().all() and out[4].isinf().any() and (out[4] == 0).any()
+
+
+def test_large_magnitudes_scale_exactly():
+    # Scaling an fp32 input by 2**120 scales every product exactly (tf32 keeps fp32's exponent range):
+    # the result must be the reference's, 2**120 times larger, with no overflow on the way.
+    M, N, K = 17, 33, 9
+    x, w = _inputs(M, N, K)
+    scale = 2.0**120
+    out = ex.matmul_relu(x * scale, w)
+    assert out.isfinite().all() and out.abs().max() > 1e36
+    torch.testing.assert_close(out.double() / scale, ex.matmul_relu_torch(x, w), **ex.tolerance(x.dtype, DEVICE, K))
+
+
+def test_fp16_overflow_is_inf_as_in_torch():
+    # 33 products of 300 * 300 sum to 2.97e6, past fp16's 65504: torch's fp16 matmul gives inf,
+    # and relu(-inf) = 0 in the column whose weights are negative.
+    x = torch.full((5, 33), 300.0, device=DEVICE, dtype=torch.float16)
+    w = torch.full((33, 7), 300.0, device=DEVICE, dtype=torch.float16)
+    w[:, 0] = -300.0
+    out = ex.matmul_relu(x, w)
+    expected = ex.matmul_relu_torch(x, w).to(torch.float16)
+    assert expected[:, 1:].isinf().all() and (expected[:, 0] == 0).all()
+    torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+# ---- layouts ---------------------------------------------------------------------------
+
+def test_padded_offset_and_expanded_layouts():
+    M, N, K = 21, 35, 19
+    w = t_(K + 3, N)[3:]  # a storage offset
+    out_buf = torch.full((M, N + 5), float("nan"), device=DEVICE)
+    out = out_buf[:, :N]  # padded rows: stride (N + 5, 1)
+    for x in (t_(M, K + 4)[:, :K], t_(1, K).expand(M, K), t_(M, 1).expand(M, K)):
+        ex.matmul_relu(x, w, out)
+        torch.testing.assert_close(out.double(), ex.matmul_relu_torch(x, w), **ex.tolerance(x.dtype, DEVICE, K))
+        assert out_buf[:, N:].isnan().all()  # the padding is never written
+
+
+@pytest.mark.parametrize(
+    "make_out, words",
+    [
+        (lambda x, w: torch.zeros(1, 1, device=DEVICE).expand(x.shape[0], w.shape[1]),
+         r"out must not have elements that can share an address, got shape \(9, 9\) and stride \(0, 0\)"),
+        (lambda x, w: torch.zeros(9, 1, device=DEVICE).expand(9, 9), "share an address"),
+        (lambda x, w: torch.zeros(81, device=DEVICE).as_strided((9, 9), (1, 1)), "share an address"),
+        (lambda x, w: x, "out must not overlap x"),
+        (lambda x, w: w, "out must not overlap w"),
+    ],
+)
+def test_unfillable_outputs_are_refused(make_out, words):
+    buf = t_(2 * 81)
+    x, w = buf[:81].view(9, 9), buf[81:].view(9, 9)
+    with pytest.raises(ValueError, match=words):
+        ex.matmul_relu(x, w, make_out(x, w))
+
+
+def test_overlap_helpers():
+    buf = t_(100)
+    a = buf[:50].view(5, 10)
+    assert ex._overlap(a, buf[49:60]) and not ex._overlap(a, buf[50:60])
+    assert ex._overlap(buf[10:20].view(2, 5).t(), buf[19:25]) and not ex._overlap(buf[:10], buf[10:10])
+    assert not ex._may_self_overlap(a) and not ex._may_self_overlap(a.t()) and not ex._may_self_overlap(buf[:5, None])
+    assert not ex._may_self_overlap(t_(4, 9)[:, ::3]) and ex._may_self_overlap(buf[:1].expand(3))
+
+
+# ---- int32 offsets and grid limits: refused before anything is allocated -----------------
+
+def meta(*shape):
+    return torch.empty(*shape, device="meta")
+
+
+@pytest.mark.parametrize(
+    "x, w, words",
+    [
+        (meta(2**16 + 1, 2**15), meta(2**15, 1), "x reaches element offset 2147516415, past 2\\*\\*31 - 1"),
+        (meta(1, 2**15 + 1), meta(2**16, 2**15 + 1).t(), "w reaches element offset 2147549183"),
+        (meta(2**16, 1), meta(1, 2**15 + 1), "out reaches element offset 2147549183"),  # the output it would allocate
+        (meta(1, 16), meta(16, 65_535 * 64 + 1), r"needs 65536 column tiles, more than grid axis 1 holds \(65535\)"),
+    ],
+)
+def test_limits_are_refused(x, w, words):
+    with pytest.raises(ValueError, match=words):
+        ex.matmul_relu(x, w)
+
+
+@pytest.mark.parametrize("block", [(64, 64), (64, 64, 8), (48, 64, 32), (64, 64, 32.0)])
+def test_bad_block(block):
+    with pytest.raises(ValueError, match="block must be three powers of two >= 16"):
+        ex.matmul_relu(t_(2, 3), t_(3, 2), block=block)
+
+
 @pytest.mark.parametrize(
     "x, w, out, err, words",
     [

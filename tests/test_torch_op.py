@@ -38,6 +38,71 @@ def test_backward_with_a_broadcast_gradient(op):
     torch.testing.assert_close(x.grad, ref.grad, rtol=1e-5, atol=1e-5)
 
 
+def special(n, dtype=torch.float32):
+    """Random values with NaN, +-inf, the largest finite magnitudes and moderately large ones mixed in."""
+    x = torch.randn(n, device=DEVICE, dtype=dtype)
+    big = torch.finfo(dtype).max
+    x[::8], x[1::8], x[2::8], x[3::8], x[4::8] = float("nan"), float("inf"), float("-inf"), big, -big
+    x[5::8], x[6::8] = 100.0, -100.0  # sigmoid saturates at 1 and 0
+    return x
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_forward_nan_inf_like_torch(dtype):
+    x = special(129, dtype)
+    got = ex.silu(x)
+    torch.testing.assert_close(got, ex.silu_torch(x.double()).to(dtype), equal_nan=True, **tolerances(dtype))
+    assert got[::8].isnan().all() and got[2::8].isnan().all()  # silu(-inf) = -inf * 0 = NaN, in torch too
+    assert got[1::8].eq(float("inf")).all()
+
+
+def test_backward_nan_inf_like_torch():
+    x = special(129).requires_grad_(True)
+    ref = x.detach().clone().requires_grad_(True)
+    dy = torch.randn(129, device=DEVICE)
+    ex.silu(x).backward(dy)
+    ex.silu_torch(ref).backward(dy)
+    torch.testing.assert_close(x.grad, ref.grad, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+def test_views_with_a_storage_offset():
+    buf = torch.randn(5, 40, device=DEVICE)
+    x = buf[1:]  # contiguous, 40 elements into its storage
+    assert x.is_contiguous() and x.storage_offset() == 40
+    torch.testing.assert_close(ex.silu(x), ex.silu_torch(x))
+    dy = torch.randn(4, 40, device=DEVICE)
+    torch.testing.assert_close(ex.silu_backward(x, dy), torch.ops.aten.silu_backward(dy, x))
+
+
+@pytest.mark.parametrize("layout", ["transposed", "padded rows", "expanded"])
+def test_non_contiguous_inputs_are_refused(layout):
+    x = {"transposed": lambda: torch.randn(5, 4, device=DEVICE).t(),
+         "padded rows": lambda: torch.randn(4, 8, device=DEVICE)[:, :5],
+         "expanded": lambda: torch.randn(1, 5, device=DEVICE).expand(4, 5)}[layout]()
+    with pytest.raises(ValueError, match=r"x must be contiguous, got stride \("):
+        ex.silu(x)
+    with pytest.raises(ValueError, match="x must be contiguous"):
+        ex.silu_backward(x, torch.ones(4, 5, device=DEVICE))
+
+
+@requires_gpu
+@pytest.mark.skipif(ON_GPU and torch.cuda.mem_get_info()[0] < 24 * 2**30, reason="needs about 24 GB of free GPU memory")
+def test_gpu_past_2_31_elements():
+    # int64 offsets: the programs past 2**31 elements read and write where they should.
+    n = 2**31 + 4099
+    x = torch.randn(n, device="cuda", dtype=torch.float16)
+    y = ex.silu(x)
+    for part in (slice(0, 4096), slice(2**31 - 4096, 2**31 + 4096), slice(n - 8192, n)):
+        torch.testing.assert_close(y[part], ex.silu_torch(x[part]), **tolerances(torch.float16))
+    dx = ex.silu_backward(x, y)
+    part = slice(n - 8192, n)
+    x64 = x[part].double().requires_grad_(True)
+    ex.silu_torch(x64).backward(y[part].double())
+    torch.testing.assert_close(dx[part], x64.grad.half(), **tolerances(torch.float16))
+    del x, y, dx
+    torch.cuda.empty_cache()
+
+
 def test_launchers_reject_bad_inputs():
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         ex.silu_forward([1.0])
