@@ -1,14 +1,17 @@
 # %% [markdown]
 # # Fused linear + bias + GELU: the epilogue that never leaves registers
 #
-# `C = gelu_tanh(A @ W + bias)` for `A` (M, K), `W` (K, N) and `bias` (N,), in fp16.
+# `C = gelu_tanh(A @ W + bias)` for `A` (M, K), `W` (K, N) and `bias` (N,), in fp16,
+# bf16 or fp32, for any M, N, K and any layout, `W = fc.weight.t()` of an `nn.Linear` included.
 # Eager PyTorch runs a matmul, then an add, then a GELU: three kernels and three
 # round trips of C through memory. Here the bias and the activation are applied to
 # the fp32 accumulator while it is still in registers, and C is written once.
 #
 # You will see:
 #
-# * a matmul kernel that loads tiles through tensor descriptors (TMA on Hopper);
+# * a matmul kernel that loads tiles through tensor descriptors (TMA on Hopper),
+#   reading W either row-major or as the transposed view `nn.Linear` hands you;
+# * a pointer-and-mask kernel for the layouts descriptors cannot take (odd widths, slices);
 # * a fused epilogue: bias add and tanh-approximated GELU on the accumulator;
 # * one kernel that runs one tile per program or, with a grid of one program
 #   per SM, loops over tiles (a persistent kernel);
@@ -78,11 +81,12 @@ def tile_coords(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 # --8<-- [start:kernel]
 @triton.jit
 def linear_gelu_kernel(
-    a_ptr, w_ptr, bias_ptr, c_ptr,  # A (M, K), W (K, N), bias (N,), C (M, N); rows contiguous
+    a_ptr, w_ptr, bias_ptr, c_ptr,  # A (M, K), W (K, N), bias (N,), C (M, N)
     M, N, K,
-    stride_am, stride_wk, stride_cm,  # row strides (elements); column strides are 1
+    stride_am, stride_wk, stride_wn, stride_bias, stride_cm,  # strides in elements; A's and C's columns: 1
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # tile rows per group (L2 reuse)
+    W_KMAJOR: tl.constexpr,  # W is weight.t() of an (N, K) row-major weight (stride_wk = 1), as nn.Linear stores it
     WARP_SPECIALIZE: tl.constexpr,  # split TMA loads and tensor-core math between warps
     FLATTEN: tl.constexpr,  # merge the tile loop and the K loop into one pipelined loop
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves: half the shared memory for the store
@@ -90,32 +94,86 @@ def linear_gelu_kernel(
 ):
     C_BLOCK_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[K, N], strides=[stride_wk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    if W_KMAJOR:  # (1)!
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1],
+                                           block_shape=[BLOCK_N, BLOCK_K])
+    else:
+        w_desc = tl.make_tensor_descriptor(w_ptr, shape=[K, N], strides=[stride_wk, 1],
+                                           block_shape=[BLOCK_K, BLOCK_N])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, C_BLOCK_N])
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
 
-    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),  # (1)!
+    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),  # (2)!
                          flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k in range(k_tiles):
-            a = a_desc.load([off_m, k * BLOCK_K])  # (2)!
-            w = w_desc.load([k * BLOCK_K, off_n])
+            a = a_desc.load([off_m, k * BLOCK_K])  # (3)!
+            if W_KMAJOR:
+                w = w_desc.load([off_n, k * BLOCK_K]).T  # a (BLOCK_N, BLOCK_K) tile, read as its transpose
+            else:
+                w = w_desc.load([k * BLOCK_K, off_n])
             acc = tl.dot(a, w, acc)
         offs_n = off_n + tl.arange(0, BLOCK_N)
-        bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)  # (3)!
-        c = gelu_tanh(acc + bias[None, :].to(tl.float32)).to(c_ptr.dtype.element_ty)  # (4)!
-        if EPILOGUE_SUBTILE:  # (5)!
+        bias = tl.load(bias_ptr + offs_n.to(tl.int64) * stride_bias, mask=offs_n < N, other=0.0)  # (4)!
+        c = gelu_tanh(acc + bias[None, :].to(tl.float32)).to(c_ptr.dtype.element_ty)  # (5)!
+        if EPILOGUE_SUBTILE:  # (6)!
             c0, c1 = tl.split(tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
             c_desc.store([off_m, off_n], c0)
             c_desc.store([off_m, off_n + BLOCK_N // 2], c1)
         else:
-            c_desc.store([off_m, off_n], c)  # (6)!
+            c_desc.store([off_m, off_n], c)  # (7)!
 # --8<-- [end:kernel]
+
+
+# %% [markdown]
+# ## The pointer kernel
+#
+# Descriptors cannot serve every layout: an output width N that leaves W's rows
+# unaligned (45 fp16 elements are 90 bytes), a K that does the same to A's rows, a
+# sliced or expanded input. For those the launcher uses a kernel that loads with
+# pointers and masks, any strides, one program per tile, the same fused epilogue.
+
+
+# %%
+# --8<-- [start:pointer-kernel]
+@triton.jit
+def linear_gelu_pointer_kernel(
+    a_ptr, w_ptr, bias_ptr, c_ptr,  # A (M, K), W (K, N), bias (N,), C (M, N): any strides
+    M, N, K,
+    stride_am, stride_ak, stride_wk, stride_wn, stride_bias, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    INT64: tl.constexpr,  # 64-bit element offsets: the launcher decides from the operands' spans
+):
+    if INT64:  # (1)!
+        stride_am, stride_ak = tl.cast(stride_am, tl.int64), tl.cast(stride_ak, tl.int64)
+        stride_wk, stride_wn = tl.cast(stride_wk, tl.int64), tl.cast(stride_wn, tl.int64)
+        stride_cm, stride_cn = tl.cast(stride_cm, tl.int64), tl.cast(stride_cn, tl.int64)
+        stride_bias = tl.cast(stride_bias, tl.int64)
+    pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    in_m = offs_m[:, None] < M
+    in_n = offs_n[None, :] < N
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    w_ptrs = w_ptr + offs_k[:, None] * stride_wk + offs_n[None, :] * stride_wn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        k_left = K - k * BLOCK_K  # (2)!
+        a = tl.load(a_ptrs, mask=in_m & (offs_k[None, :] < k_left), other=0.0)
+        w = tl.load(w_ptrs, mask=(offs_k[:, None] < k_left) & in_n, other=0.0)
+        acc = tl.dot(a, w, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        w_ptrs += BLOCK_K * stride_wk
+    bias = tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0)
+    c = gelu_tanh(acc + bias[None, :].to(tl.float32)).to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c, mask=in_m & in_n)
+# --8<-- [end:pointer-kernel]
 
 
 # %% [markdown]
@@ -123,13 +181,14 @@ def linear_gelu_kernel(
 #
 # Each config names the tile shape and whether the grid is persistent. On the GPU
 # `@triton.autotune` times them all on the first call for each shape; the
-# interpreter gets one small config.
+# interpreter gets one small config. fp32 tiles are twice the bytes, so fp32 gets
+# a list (and a tuner) of its own; so does the pointer kernel.
 
 
 # %%
 # --8<-- [start:autotune]
-def linear_gelu_configs() -> list[triton.Config]:
-    """Tile shapes and grid kinds for `linear_gelu_kernel`; one config under the interpreter."""
+def linear_gelu_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config]:
+    """Tile shapes and grid kinds for `linear_gelu_kernel` and `dtype`; one config under the interpreter."""
     if not ON_GPU:
         meta = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "WARP_SPECIALIZE": False,
                 "FLATTEN": False, "EPILOGUE_SUBTILE": False, "PERSISTENT": False}
@@ -140,6 +199,12 @@ def linear_gelu_configs() -> list[triton.Config]:
                 "FLATTEN": persistent, "EPILOGUE_SUBTILE": subtile, "PERSISTENT": persistent}
         return triton.Config(meta, num_warps=warps, num_stages=stages)
 
+    if dtype == torch.float32:  # 4-byte tiles: half the K depth, or the stages overflow shared memory
+        return [
+            c(128, 128, 32, 8, 3, persistent=True),
+            c(128, 128, 32, 8, 3, persistent=False),
+            c(128, 64, 32, 4, 4, persistent=True),
+        ]
     return [  # (1)!
         c(128, 256, 64, 8, 3, persistent=True),
         c(128, 256, 64, 8, 3, persistent=True, ws=True),
@@ -149,11 +214,24 @@ def linear_gelu_configs() -> list[triton.Config]:
     ]
 
 
+def pointer_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config]:
+    """Tile shapes for `linear_gelu_pointer_kernel`; one small config under the interpreter."""
+    def c(bm, bn, bk, warps, stages):
+        return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
+                             num_warps=warps, num_stages=stages)
+
+    if not ON_GPU:
+        return [c(64, 64, 32, 4, 1)]
+    if dtype == torch.float32:
+        return [c(128, 128, 32, 8, 3), c(64, 128, 32, 4, 3), c(64, 64, 32, 4, 3)]
+    return [c(128, 128, 64, 8, 3), c(128, 128, 32, 4, 4), c(64, 128, 32, 4, 4), c(64, 64, 32, 4, 3)]
+
+
 def _grid(M: int, N: int):
     """One program per tile, or (PERSISTENT) at most one program per SM."""
     def grid(meta):
         tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-        return (min(tiles, _num_sms()) if meta["PERSISTENT"] else tiles,)
+        return (min(tiles, _num_sms()) if meta.get("PERSISTENT") else tiles,)
     return grid
 
 
@@ -166,23 +244,37 @@ def autotune_timer(kernel_call, quantiles):
     return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)
 
 
-linear_gelu_tuned = triton.autotune(configs=linear_gelu_configs(), key=["M", "N", "K"], do_bench=autotune_timer)(
-    linear_gelu_kernel
-)
+_TUNED = {}
+
+
+def tuned_kernel(kind: str, dtype: torch.dtype):
+    """The autotuned "descriptor" or "pointer" kernel for `dtype`, built on first use (fp32 has its own tiles)."""
+    key = (kind, dtype == torch.float32)
+    if key not in _TUNED:
+        if kind == "descriptor":
+            tune = triton.autotune(configs=linear_gelu_configs(dtype), key=["M", "N", "K", "W_KMAJOR"],
+                                   do_bench=autotune_timer)
+            _TUNED[key] = tune(linear_gelu_kernel)
+        else:
+            tune = triton.autotune(configs=pointer_configs(dtype), key=["M", "N", "K"], do_bench=autotune_timer)
+            _TUNED[key] = tune(linear_gelu_pointer_kernel)
+    return _TUNED[key]
 # --8<-- [end:autotune]
 
 
 # %% [markdown]
 # ## The launcher
 #
-# Tensor descriptors need a unit stride along each row and 16-byte aligned rows;
-# the launcher checks this and says so instead of copying behind your back.
+# Tensor descriptors need a unit stride along each row and 16-byte aligned rows.
+# The launcher checks A, W (as it is, or as `W.t()`) and C on the host and picks the
+# descriptor kernel when they fit, the pointer kernel otherwise; it never copies.
 
 
 # %%
 # --8<-- [start:launcher]
-SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-_ALLOCATOR_SET = []
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+KERNELS = ("auto", "descriptor", "pointer")
+MAX_DIM = 2**30  # tile coordinates are int32; element offsets switch to int64 when needed
 
 
 def _check_inputs(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> None:
@@ -190,7 +282,7 @@ def _check_inputs(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> None:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16 or bfloat16, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
         if t.dim() != dims:
             raise ValueError(f"{name} must be {dims}-D, got shape {tuple(t.shape)}")
         if t.device != a.device:
@@ -201,26 +293,48 @@ def _check_inputs(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> None:
         raise ValueError(f"a.shape[1] must equal w.shape[0] (the K dimension), got {tuple(a.shape)} @ {tuple(w.shape)}")
     if bias.shape[0] != w.shape[1]:
         raise ValueError(f"bias must have w.shape[1] = {w.shape[1]} elements, got {bias.shape[0]}")
-    if bias.stride(0) != 1:
-        raise ValueError(f"bias must be contiguous, got stride {bias.stride()}")
-    for name, t in (("a", a), ("w", w)) if a.numel() and w.numel() else ():  # empty: nothing to load
-        size = t.element_size()
-        if t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16 or t.shape[1] * size < 16:
-            raise ValueError(
-                f"{name} must have unit column stride, 16-byte aligned rows and at least 16 bytes per row "
-                f"(tensor descriptors); got shape {tuple(t.shape)}, stride {t.stride()}: use .contiguous() "
-                "and a last dimension that is a multiple of 8"
-            )
+    for name, size in (("a.shape[0] (M)", a.shape[0]), ("a.shape[1] (K)", a.shape[1]), ("w.shape[1] (N)", w.shape[1])):
+        if size >= MAX_DIM:
+            raise ValueError(f"{name} is {size}: M, N and K must each be below 2**30 (int32 tile coordinates)")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
 
-def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def descriptor_ok(t: torch.Tensor) -> bool:
+    """Can a tensor descriptor cover `t` row by row? Unit column stride, rows that do not overlap,
+    16-byte aligned base and row stride, at least 16 bytes per row."""
+    size = t.element_size()
+    return (t.stride(1) == 1 and t.stride(0) >= t.shape[1] and (t.stride(0) * size) % 16 == 0
+            and t.data_ptr() % 16 == 0 and t.shape[1] * size >= 16)
+
+
+def w_layout(a: torch.Tensor, w: torch.Tensor, c: torch.Tensor) -> str | None:
+    """How descriptors can read W: "row-major" (K, N), "k-major" (w is weight.t() of an (N, K) weight),
+    or None when a descriptor cannot serve A, W or C and the pointer kernel must run."""
+    if not (descriptor_ok(a) and descriptor_ok(c)):
+        return None
+    if descriptor_ok(w):
+        return "row-major"
+    return "k-major" if descriptor_ok(w.t()) else None
+
+
+def needs_int64(*tensors: torch.Tensor) -> bool:
+    """True when the largest element offset into some tensor does not fit in int32."""
+    return any(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 for t in tensors)
+
+
+def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, kernel: str = "auto") -> torch.Tensor:
     """Return gelu_tanh(a @ w + bias) from one fused Triton kernel.
 
-    When N is not a multiple of 8 the result is a view into a buffer with padded rows.
+    w is (K, N): row-major, or `linear.weight.t()` as nn.Linear stores it (no copy is made).
+    kernel: "descriptor" (tensor descriptors, TMA on Hopper), "pointer" (any strides) or
+    "auto" (descriptors when A, W and C allow them, else pointers).
+    When a row of N elements is not a multiple of 16 bytes, the result is a view into a
+    buffer with padded rows.
     """
     _check_inputs(a, w, bias)
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     (M, K), N = a.shape, w.shape[1]
     pad = 16 // a.element_size()  # (1)!
     c = torch.empty((M, triton.cdiv(N, pad) * pad), device=a.device, dtype=a.dtype)[:, :N]
@@ -228,11 +342,30 @@ def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.T
         return c
     if K == 0:  # an empty sum: the result is gelu(bias) in every row
         return c.copy_(linear_gelu_reference(a, w, bias))
-    if a.is_cuda and not _ALLOCATOR_SET:  # descriptors made on the device need scratch memory
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
-        _ALLOCATOR_SET.append(True)
-    linear_gelu_tuned[_grid(M, N)](a, w, bias, c, M, N, K, a.stride(0), w.stride(0), c.stride(0))
+    layout = w_layout(a, w, c)  # (2)!
+    if kernel == "descriptor" and layout is None:
+        raise ValueError(
+            "kernel='descriptor' needs a, w (or w.t()) and the output with unit column stride, 16-byte aligned "
+            f"base and rows, and at least 16 bytes per row; got a.stride()={a.stride()}, w.stride()={w.stride()}, "
+            f"N={N}: use kernel='auto' to fall back to the pointer kernel"
+        )
+    if kernel == "pointer" or layout is None:
+        def grid(meta):
+            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+        tuned_kernel("pointer", a.dtype)[grid](
+            a, w, bias, c, M, N, K, a.stride(0), a.stride(1), w.stride(0), w.stride(1), bias.stride(0),
+            c.stride(0), c.stride(1), INT64=needs_int64(a, w, bias, c))
+        return c
+    if a.is_cuda:  # descriptors made on the device need scratch memory; the setting is per thread
+        triton.set_allocator(_cuda_scratch)
+    tuned_kernel("descriptor", a.dtype)[_grid(M, N)](
+        a, w, bias, c, M, N, K, a.stride(0), w.stride(0), w.stride(1), bias.stride(0), c.stride(0),
+        W_KMAJOR=layout == "k-major")
     return c
+
+
+def _cuda_scratch(size: int, alignment: int, stream):
+    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def linear_gelu_torch(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -249,21 +382,26 @@ def linear_gelu_reference(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) 
 # %% [markdown]
 # ## Check it
 #
-# Odd M and N (K must keep rows 16-byte aligned: a multiple of 8 in fp16), fresh
-# random data, and an fp32 reference.
+# Odd M, N and K, three layouts of W (an `nn.Linear` weight, a padded-row view, a
+# contiguous tensor), fresh random data, and an fp32 reference.
 
 
 # %%
 # --8<-- [start:check]
-def self_check(shapes=((1, 8, 8), (127, 255, 40), (70, 33, 136))) -> None:
+def self_check(shapes=((1, 8, 8), (127, 255, 40), (70, 45, 33))) -> None:
     for M, N, K in shapes:
         a = torch.randn(M, K, device=DEVICE, dtype=torch.float16)
+        fc = torch.nn.Linear(K, N, device=DEVICE, dtype=torch.float16)  # weight (N, K), bias (N,)
         width = (N + 7) // 8 * 8 + 8  # padded rows: 16-byte aligned, so w is a strided view
-        w = (torch.randn(K, width, device=DEVICE, dtype=torch.float16) / K**0.5)[:, :N]  # (1)!
-        bias = torch.randn(N, device=DEVICE, dtype=torch.float16)
-        torch.testing.assert_close(linear_gelu(a, w, bias), linear_gelu_reference(a, w, bias), rtol=1e-2, atol=1e-2)
+        ws = (fc.weight.detach().t(),  # (1)!
+              (torch.randn(K, width, device=DEVICE, dtype=torch.float16) / K**0.5)[:, :N],  # (2)!
+              torch.randn(K, N, device=DEVICE, dtype=torch.float16) / K**0.5)  # (3)!
+        bias = fc.bias.detach()
+        for w in ws:
+            torch.testing.assert_close(linear_gelu(a, w, bias), linear_gelu_reference(a, w, bias),
+                                       rtol=1e-2, atol=1e-2)
     print(f"linear_gelu: linear_gelu(a, w, bias) == gelu_tanh(a @ w + bias) on {DEVICE.type} "
-          f"for (M, N, K) in {list(shapes)}, fp16")
+          f"for (M, N, K) in {list(shapes)}, fp16, with w = fc.weight.t(), a padded-row view and a contiguous w")
 # --8<-- [end:check]
 
 
@@ -291,13 +429,18 @@ BENCHMARKS = [
     },
 ]
 
-_COMPILED = {}
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
 
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
 
-def _compiled_linear_gelu():
-    if "fn" not in _COMPILED:
-        _COMPILED["fn"] = torch.compile(linear_gelu_torch)
-    return _COMPILED["fn"]
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 def bench_case(name: str, provider: str, x, device=None) -> dict:
@@ -309,11 +452,10 @@ def bench_case(name: str, provider: str, x, device=None) -> dict:
     bias = torch.randn(N, device=device, dtype=torch.float16)
     fns = {
         "torch": lambda: linear_gelu_torch(a, w, bias),
-        "torch.compile": lambda: _compiled_linear_gelu()(a, w, bias),
         "triton": lambda: linear_gelu(a, w, bias),
     }
     return {
-        "fn": fns[provider],
+        **(_compiled_peer(linear_gelu_torch, a, w, bias) if provider == "torch.compile" else {"fn": fns[provider]}),
         "ref": lambda: linear_gelu_reference(a, w, bias),
         "work": 2.0 * M * N * K,  # flops of the matmul; the epilogue is O(M * N)
         "rtol": 1e-2,

@@ -12,8 +12,7 @@
 # * program ordering: row-major against grouped ordering for L2 reuse (`GROUP_M`);
 # * autotuning from a named config function (one fixed config under the interpreter);
 # * a second kernel that loads tiles through tensor descriptors (TMA on Hopper);
-# * a launcher that accepts any strides, picks the kernel from the shape, and after the
-#   first call for a shape launches the compiled kernel directly (less host time per call).
+# * a launcher that accepts any strides and picks the kernel from the shape.
 #
 # Run it with `python examples/matmul.py`.
 
@@ -194,13 +193,11 @@ def matmul_tma_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config
             c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
             c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=4),
             c({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=4, num_stages=4),
-            c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": True}, num_warps=8, num_stages=3),
         ]
     return [
         c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
         c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=4),
         c({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
-        c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": True}, num_warps=8, num_stages=3),
     ]
 
 
@@ -220,18 +217,15 @@ matmul_tma_kernel_tuned_fp32 = triton.autotune(
 # Host code: validate, allocate, pick a kernel, launch. `kernel="auto"` uses the
 # descriptor kernel on a Hopper-or-newer GPU for large problems and for strides that
 # are not multiples of 16 (where it won on the H200), and the pointer kernel
-# everywhere else; `group_m=1` gives row-major program order. After the first,
-# autotuned call for a launch key, the compiled kernel is launched directly.
+# everywhere else; `group_m=1` gives row-major program order.
 
 
 # %%
 # --8<-- [start:launcher]
 import functools
-import warnings
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 KERNELS = ("auto", "pointer", "tma")
-_ALLOCATOR_SET = []
 
 
 def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -277,35 +271,9 @@ def _use_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
     return not aligned or M * N * K >= 4096**3 // 2
 
 
-def _set_tma_allocator() -> None:
-    if not _ALLOCATOR_SET:  # (2)!
-        triton.set_allocator(lambda size, align, stream: torch.empty(size, device="cuda", dtype=torch.int8))
-        _ALLOCATOR_SET.append(True)
-
-
-_WARM = {}  # launch key -> (compiled kernel's launcher, the arguments after a, b, c), or None
-
-
-def _launch_key(use_tma: bool, a: torch.Tensor, b: torch.Tensor, group_m: int) -> tuple:
-    """Everything a compiled kernel is specialized on: sizes, strides, dtype, device, 16-byte alignment."""
-    return (use_tma, group_m, a.dtype, a.device, a.shape, b.shape, a.stride(), b.stride(),
-            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0)
-
-
-def _warm_launcher(tuned, args: tuple, c: torch.Tensor, group_m: int):
-    """The compiled kernel the autotuner chose for these arguments, launched without the JIT's dispatch."""
-    cfg = tuned.best_config
-    meta = {**cfg.kwargs, "GROUP_M": group_m}
-    M, N = args[3], args[4]
-    grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), 1, 1)
-    kernel = tuned.fn  # the @triton.jit function under the autotuner
-    compiled = kernel.warmup(*args, grid=grid, GROUP_M=group_m, **cfg.all_kwargs())  # (3)!
-    compiled = compiled.result() if hasattr(compiled, "result") else compiled
-    run = compiled[grid]
-    rest = (*args[3:], *(meta[name] for name in kernel.arg_names[len(args):]))  # constexprs too, in order
-    check = torch.empty_like(c)
-    run(args[0], args[1], check, *rest)
-    return (run, rest) if torch.equal(check, c) else None  # (4)!
+def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Scratch memory for descriptors built inside a kernel (`tl.make_tensor_descriptor`)."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, group_m: int = 8, kernel: str = "auto") -> torch.Tensor:
@@ -322,11 +290,6 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, group_m: int = 8, kernel: str = 
     if K == 0:
         return c.zero_()
     use_tma = _use_tma(a, b, c) if kernel == "auto" else kernel == "tma"
-    key = _launch_key(use_tma, a, b, group_m)
-    if warm := _WARM.get(key):  # (5)!
-        run, rest = warm
-        run(a, b, c, *rest)
-        return c
     if use_tma and not tma_compatible(a, b, c):
         raise ValueError("kernel='tma' needs a and b with unit column stride and 16-byte aligned rows; "
                          f"got strides {a.stride()} and {b.stride()}")
@@ -334,18 +297,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, group_m: int = 8, kernel: str = 
         tuned = matmul_tma_kernel_tuned_fp32 if a.dtype == torch.float32 else matmul_tma_kernel_tuned
         args = (a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
         if a.is_cuda:
-            _set_tma_allocator()
+            triton.set_allocator(_tma_scratch)  # (2)!
     else:
         tuned = matmul_kernel_tuned
         args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # (6)!
-    tuned[grid](*args, GROUP_M=group_m)  # the first call for a key autotunes
-    if a.is_cuda and key not in _WARM:
-        try:
-            _WARM[key] = _warm_launcher(tuned, args, c, group_m)
-        except Exception as err:  # the JIT path above always works: keep using it
-            warnings.warn(f"matmul: no warm launch for this shape ({type(err).__name__}: {err})", stacklevel=2)
-            _WARM[key] = None
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # (3)!
+    tuned[grid](*args, GROUP_M=group_m)  # the first call for (M, N, K, GROUP_M, dtypes) autotunes
     return c
 
 

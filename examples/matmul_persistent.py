@@ -66,8 +66,13 @@ def _matmul_tile(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # element strides
     pid_m, pid_n,  # which output tile to compute
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    INT64: tl.constexpr,  # 64-bit element offsets (the launcher decides from the operands' spans)
 ):
     """Compute and store one BLOCK_M x BLOCK_N tile of C = A @ B."""
+    if INT64:  # an operand spans 2**31 elements or more: 64-bit strides make every offset 64-bit
+        stride_am, stride_ak = tl.cast(stride_am, tl.int64), tl.cast(stride_ak, tl.int64)
+        stride_bk, stride_bn = tl.cast(stride_bk, tl.int64), tl.cast(stride_bn, tl.int64)
+        stride_cm, stride_cn = tl.cast(stride_cm, tl.int64), tl.cast(stride_cn, tl.int64)
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # (2)!
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
@@ -104,12 +109,13 @@ def matmul_tiles_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    INT64: tl.constexpr,
 ):
     """One program per output tile: grid = number of tiles."""
     pid_m, pid_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     _matmul_tile(a_ptr, b_ptr, c_ptr, M, N, K,
                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                 pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
+                 pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INT64)
 
 
 @triton.jit
@@ -117,6 +123,7 @@ def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    INT64: tl.constexpr,
 ):
     """A fixed grid (about one program per SM); each program loops over tiles."""
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -124,7 +131,7 @@ def matmul_persistent_kernel(
         pid_m, pid_n = _tile_coords(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         _matmul_tile(a_ptr, b_ptr, c_ptr, M, N, K,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                     pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
+                     pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, INT64)
 # --8<-- [end:kernels]
 
 
@@ -142,16 +149,17 @@ def matmul_persistent_kernel(
 # --8<-- [start:tma-kernel]
 @triton.jit
 def matmul_tma_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # A, B, C must be row-major with 16-byte-aligned rows
+    a_ptr, b_ptr, c_ptr, M, N, K,  # A, B, C: unit column stride, 16-byte-aligned base and rows
+    stride_am, stride_bk, stride_cm,  # row strides in elements: a padded-row view's, not K or N
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,  # split the loop into producer (TMA) and consumer (MMA) warps
     FLATTEN: tl.constexpr,  # flatten the tile loop and the K loop into one pipelined loop
 ):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],  # (1)!
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],  # (1)!
                                        block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                        block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                        block_shape=[BLOCK_M, BLOCK_N])
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),
@@ -239,6 +247,7 @@ def tuned_kernel(variant: str, dtype: torch.dtype = torch.float16):
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 VARIANTS = ("auto", "tiles", "persistent", "tma")
+MAX_DIM = 2**30  # tile coordinates are int32; element offsets switch to int64 when needed
 
 
 def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -259,15 +268,17 @@ def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
         raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    span = max((t.shape[0] - 1) * abs(t.stride(0)) + (t.shape[1] - 1) * abs(t.stride(1)) + 1 for t in (a, b))
-    if max(span, a.shape[0] * b.shape[1]) >= 2**31:
-        raise ValueError("a, b and the output must each span fewer than 2**31 elements (int32 offsets)")
+    for name, size in (("a.shape[0] (M)", a.shape[0]), ("a.shape[1] (K)", a.shape[1]), ("b.shape[1] (N)", b.shape[1])):
+        if size >= MAX_DIM:
+            raise ValueError(f"{name} is {size}: M, N and K must each be below 2**30 (int32 tile coordinates)")
 
 
 def tma_compatible(t: torch.Tensor) -> bool:
-    """Tensor descriptors need a contiguous last dim, a 16-byte-aligned base and row stride."""
-    return (t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0
-            and t.data_ptr() % 16 == 0)
+    """Tensor descriptors need a contiguous last dim, a 16-byte-aligned base and row stride,
+    rows that do not overlap (no stride 0) and at least 16 bytes per row."""
+    size = t.element_size()
+    return (t.stride(1) == 1 and t.stride(0) >= t.shape[1] and (t.stride(0) * size) % 16 == 0
+            and t.data_ptr() % 16 == 0 and t.shape[1] * size >= 16)
 
 
 def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto") -> torch.Tensor:
@@ -284,9 +295,10 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto"
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     fits_tma = all(tma_compatible(t) for t in (a, b, c))
     if variant == "tma" and not fits_tma:
-        raise ValueError("variant='tma' needs row-major a and b whose base and row stride are 16-byte "
-                         f"aligned (and N * {a.element_size()} bytes divisible by 16); got a.stride()="
-                         f"{a.stride()}, b.stride()={b.stride()}, N={N}. Use variant='auto' to fall back.")
+        raise ValueError("variant='tma' needs row-major a and b (unit column stride, rows that do not overlap) "
+                         "whose base and row stride are 16-byte aligned, with at least 16 bytes per row (and N * "
+                         f"{a.element_size()} bytes divisible by 16); got a.stride()={a.stride()}, "
+                         f"b.stride()={b.stride()}, N={N}. Use variant='auto' to fall back.")
     if variant == "auto":
         variant = "tma" if fits_tma else "persistent"
     kernel = tuned_kernel(variant, a.dtype)
@@ -299,11 +311,16 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto"
     if variant == "tma":
         if a.device.type == "cuda":  # descriptors built in the kernel need a global scratch buffer
             triton.set_allocator(_cuda_scratch)
-        kernel[grid](a, b, c, M, N, K)
+        kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
     else:
         kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1))
+                     c.stride(0), c.stride(1), INT64=needs_int64(a, b, c))
     return c
+
+
+def needs_int64(*tensors: torch.Tensor) -> bool:
+    """True when the largest element offset into some operand does not fit in int32."""
+    return any(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 for t in tensors)
 
 
 def _cuda_scratch(size: int, alignment: int, stream):

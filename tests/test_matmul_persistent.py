@@ -32,9 +32,11 @@ def test_tma_matches_torch(shape, dtype):
     torch.testing.assert_close(out, ex.matmul_torch(a, b), **tolerances(dtype, matmul=True))
 
 
-@pytest.mark.parametrize("variant", ["tiles", "persistent", "tma"])
-def test_every_element_written(variant):
+@pytest.mark.parametrize("variant, int64", [("tiles", False), ("tiles", True), ("persistent", False),
+                                            ("persistent", True), ("tma", None)])
+def test_every_element_written(variant, int64):
     # Poison C and launch the raw kernel: a tile the grid never visits keeps its NaN.
+    # INT64=True runs the 64-bit offset code on small inputs: same answer expected.
     M, N, K = 97, 120, 48  # 4 x 4 = 16 tiles of 32 x 32 on the CPU, 4 per persistent program
     a, b = rand(M, K), rand(K, N)
     c = torch.full((M, N), float("nan"), device=DEVICE, dtype=a.dtype)
@@ -45,11 +47,11 @@ def test_every_element_written(variant):
     if variant == "tma":
         if DEVICE.type == "cuda":
             ex.triton.set_allocator(ex._cuda_scratch)
-        ex.matmul_tma_kernel[grid](a, b, c, M, N, K, **meta)
+        ex.matmul_tma_kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), **meta)
     else:
         kernel = ex.matmul_tiles_kernel if variant == "tiles" else ex.matmul_persistent_kernel
         kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1), **meta)
+                     c.stride(0), c.stride(1), INT64=int64, **meta)
     assert not torch.isnan(c).any()
     torch.testing.assert_close(c, ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
 
@@ -83,9 +85,104 @@ def test_auto_picks_tma_only_when_aligned(monkeypatch):
 
 def test_tma_compatible():
     assert ex.tma_compatible(rand(3, 8))
+    assert ex.tma_compatible(rand(3, 24)[:, :10])  # padded rows: 48-byte row stride, 20 bytes used
     assert not ex.tma_compatible(rand(3, 7))  # 14-byte rows
     assert not ex.tma_compatible(rand(8, 3).t())  # last dim not contiguous
     assert not ex.tma_compatible(rand(3, 16)[:, 1:])  # base 2 bytes past an aligned address
+    assert not ex.tma_compatible(rand(1, 8).expand(3, 8))  # row stride 0: rows overlap
+    assert not ex.tma_compatible(rand(3, 8)[:, :4])  # aligned rows of only 8 bytes
+
+
+def layouts(M, K, N, dtype):
+    """(name, a, b) in the layouts a user passes; each holds random values."""
+    def padded(rows, cols, extra):  # rows `extra` elements longer than `cols`: a padded-row view
+        return rand(rows, cols + extra, dtype=dtype)[:, :cols]
+
+    def offset(rows, cols, skip):  # a view that starts `skip` elements into its storage
+        return rand(rows * cols + skip, dtype=dtype)[skip:].view(rows, cols)
+
+    pad = 16 // torch.empty((), dtype=dtype).element_size()  # elements in 16 bytes
+    return [
+        ("contiguous", rand(M, K, dtype=dtype), rand(K, N, dtype=dtype)),
+        ("padded rows, aligned", padded(M, K, pad), padded(K, N, 2 * pad)),
+        ("padded rows, unaligned", padded(M, K, 3), padded(K, N, 1)),
+        ("transposed", rand(K, M, dtype=dtype).t(), rand(N, K, dtype=dtype).t()),
+        ("offset, aligned", offset(M, K, pad), offset(K, N, 3 * pad)),
+        ("offset, unaligned", offset(M, K, 1), offset(K, N, 3)),
+        ("expanded", rand(1, K, dtype=dtype).expand(M, K), rand(K, 1, dtype=dtype).expand(K, N)),
+        ("column-strided", rand(M, 2 * K, dtype=dtype)[:, ::2], rand(K, 3 * N, dtype=dtype)[:, ::3]),
+    ]
+
+
+@pytest.mark.parametrize("variant", POINTER_VARIANTS + ["auto", "tma"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_layouts(variant, dtype):
+    # Every layout a user passes: the pointer variants take all of them, "auto" picks TMA only
+    # where descriptors fit, "tma" refuses the rest. A padded-row view (row stride > K) is
+    # TMA-compatible: the descriptor must be built from its real row stride, not from K.
+    M, K, N = 37, 40, 24  # K and N: rows of 16-byte multiples, so the aligned views fit TMA
+    tol = tolerances(dtype, matmul=True)
+    for name, a, b in layouts(M, K, N, dtype):
+        fits = ex.tma_compatible(a) and ex.tma_compatible(b)
+        assert fits == (name in ("contiguous", "padded rows, aligned", "offset, aligned")), name
+        if variant == "tma" and not fits:
+            with pytest.raises(ValueError, match="variant='tma' needs"):
+                ex.matmul_persistent(a, b, variant=variant)
+            continue
+        out = ex.matmul_persistent(a, b, variant=variant)
+        torch.testing.assert_close(out, ex.matmul_torch(a, b), **tol, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy inf / NaN arithmetic, in the interpreter
+@pytest.mark.parametrize("variant", POINTER_VARIANTS + ["tma"])
+def test_nan_inf_and_large_values_like_torch(variant):
+    # NaN and inf propagate as in torch's product; large values overflow fp16 to inf in both.
+    M, K, N = 37, 40, 24
+    a, b = rand(M, K), rand(K, N)
+    a[0, 3], a[1, 5], a[2, 7], a[2, 8] = float("nan"), float("inf"), float("inf"), float("-inf")
+    b[4, 2], b[6, 9] = float("-inf"), float("nan")
+    a[5] = 300.0  # row 5 of the product: about 40 * 300 * |b| > 65504 in places
+    out, ref = ex.matmul_persistent(a, b, variant=variant), ex.matmul_torch(a, b)
+    assert torch.isnan(ref).any() and torch.isinf(ref).any()
+    torch.testing.assert_close(out, ref, equal_nan=True, **tolerances(a.dtype, matmul=True))
+
+
+def test_needs_int64_from_spans():
+    # Offsets are int32 while every operand spans fewer than 2**31 elements. Meta tensors carry
+    # shape and strides without memory, so the rule is tested at 2**31 without allocating it.
+    meta = lambda *shape: torch.empty(*shape, device="meta")  # noqa: E731
+    assert not ex.needs_int64(meta(2**16, 2**15))  # 2**31 elements: largest offset 2**31 - 1
+    assert ex.needs_int64(meta(2**16, 2**15 + 1))
+    assert ex.needs_int64(meta(2**15 + 1, 2**16).t())  # transposed: the largest offset is the same
+    assert not ex.needs_int64(meta(1, 2**20).expand(2**20, 2**20))  # stride 0: 2**40 elements, tiny span
+    assert ex.needs_int64(meta(4, 2**31)[:, :8])  # 32 elements 2**31 apart
+
+
+def test_launcher_passes_int64_flag(monkeypatch):
+    seen = []
+    real = ex.tuned_kernel
+
+    class Spy:
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                seen.append(kwargs.get("INT64"))
+                return self.kernel[grid](*args, **kwargs)
+            return launch
+
+    monkeypatch.setattr(ex, "tuned_kernel", lambda variant, dtype: Spy(real(variant, dtype)))
+    ex.matmul_persistent(rand(9, 16), rand(16, 8), variant="persistent")
+    ex.matmul_persistent(rand(9, 16), rand(16, 8), variant="tma")
+    assert seen == [False, None]
+
+
+def test_dimension_limit_refused_before_launch():
+    # An expanded view has 2**30 rows and one element of storage: refused, nothing allocated.
+    a = torch.zeros(1, 1, device=DEVICE).expand(2**30, 1)
+    with pytest.raises(ValueError, match=r"a.shape\[0\] \(M\) is 1073741824: M, N and K must each be below 2\*\*30"):
+        ex.matmul_persistent(a, m_(1, 4))
 
 
 def m_(*shape, **kw):
@@ -105,6 +202,10 @@ def m_(*shape, **kw):
         (m_(2, 8), m_(8, 8), {"variant": "fast"}, ValueError, "variant must be one of"),
         (m_(2, 7), m_(7, 8), {"variant": "tma"}, ValueError, "variant='tma' needs"),
         (m_(2, 8), m_(8, 7), {"variant": "tma"}, ValueError, "variant='tma' needs"),
+        (m_(2, 8), m_(8, 8).t(), {"variant": "tma"}, ValueError, "variant='tma' needs"),
+        (m_(1, 8).expand(2, 8), m_(8, 8), {"variant": "tma"}, ValueError, "variant='tma' needs"),
+        (m_(2, 1), m_(1, 1).expand(1, 2**30), {}, ValueError, r"b.shape\[1\] \(N\) is 1073741824"),
+        (m_(2, 1).expand(2, 2**30), m_(1, 1).expand(2**30, 1), {}, ValueError, r"a.shape\[1\] \(K\)"),
     ],
 )
 def test_bad_inputs(a, b, kwargs, err, words):
@@ -159,3 +260,38 @@ def test_gpu_misaligned_base_falls_back():
     with pytest.raises(ValueError, match="variant='tma' needs"):
         ex.matmul_persistent(a, b, variant="tma")
     torch.testing.assert_close(ex.matmul_persistent(a, b), ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", ["auto", "tiles", "persistent", "tma"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gpu_padded_row_views(variant, dtype):
+    # big[:, :K] keeps 16-byte aligned rows that are longer than K, so "auto" and "tma" take the
+    # TMA kernel. A descriptor built with row stride K (the old kernel) reads the wrong rows.
+    M, K, N = 1000, 512, 776
+    a = rand(M, K + 64, dtype=dtype)[:, :K]
+    b = rand(K, N + 8, dtype=dtype)[:, :N]
+    assert ex.tma_compatible(a) and ex.tma_compatible(b) and a.stride(0) != K and b.stride(0) != N
+    out = ex.matmul_persistent(a, b, variant=variant)
+    tol = tolerances(dtype, matmul=True)
+    torch.testing.assert_close(out, ex.matmul_torch(a, b), rtol=tol["rtol"], atol=tol["atol"] * (K / 64) ** 0.5)
+
+
+@requires_gpu
+@pytest.mark.parametrize("variant", ["tiles", "persistent", "tma"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_gpu_past_2_31_elements(variant, transposed):
+    # A of 2**31 + 3 * 1024 fp16 elements (4 GiB): the pointer kernels need int64 offsets
+    # (INT64=True); a transposed A has row stride 1 and column stride M. TMA takes only the
+    # row-major A and addresses it through its descriptor.
+    if variant == "tma" and transposed:
+        pytest.skip("a transposed A cannot feed a descriptor")
+    M, K, N = 2**21 + 3, 1024, 16
+    a = rand(K, M).t() if transposed else rand(M, K)
+    b = rand(K, N) / K**0.5
+    assert ex.needs_int64(a)
+    out = ex.matmul_persistent(a, b, variant=variant)
+    for rows in (slice(0, 256), slice(M // 2, M // 2 + 256), slice(M - 256, M)):
+        torch.testing.assert_close(out[rows], ex.matmul_torch(a[rows], b), **tolerances(a.dtype, matmul=True))
+    del a, out
+    torch.cuda.empty_cache()
