@@ -64,6 +64,8 @@ def check_input(x) -> None:
         raise ValueError(f"x must be contiguous, got stride {x.stride()}")
     if x.numel() == 0:
         raise ValueError("x must have at least one element")
+    if x.numel() > 2**31 - 1:  # program_id * BLOCK_SIZE is int32 arithmetic
+        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: add_scalar_kernel computes int32 offsets")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
@@ -133,6 +135,8 @@ class WarmLauncher:
 
     def __init__(self, x: torch.Tensor, alpha: float, block_size: int = 1024):
         check_input(x)
+        if not isinstance(block_size, int) or block_size <= 0 or block_size & (block_size - 1):
+            raise ValueError(f"block_size must be a positive power of two, got {block_size}")
         self.out = torch.empty_like(x)
         n = x.numel()
         grid = (triton.cdiv(n, block_size), 1, 1)
@@ -330,11 +334,12 @@ def measure_rows(device=None) -> list[dict]:
             torch.testing.assert_close(case["fn"](), case["ref"](), rtol=0, atol=0)
             per = CALLS_PER_FN.get(provider, 1)
             p50, p20, p80 = (t / per for t in triton.testing.do_bench(
-                case["fn"], warmup=25, rep=100, quantiles=[0.5, 0.2, 0.8]))
+                case["fn"], warmup=10, rep=40, quantiles=[0.5, 0.2, 0.8]))  # per pass of scripts/bench.py
             rows.append({
                 "bench": "launch_overhead_gpu", "x_name": "n", "x": x, "provider": provider,
                 "timing": "do_bench", "metric": "us", "value": round(1e3 * p50, 3),
                 "ms_p50": f"{p50:.6g}", "ms_p20": f"{p20:.6g}", "ms_p80": f"{p80:.6g}", "work": case["work"],
+                "host_bound": None, "spread": None,  # spread: scripts/bench.py, over its passes
             })
     return rows
 

@@ -72,6 +72,12 @@ def saxpy(a: float, x: torch.Tensor, y: torch.Tensor, block_size: int = 1024) ->
                          f"and {tuple(y.shape)} on {y.device}")
     if not isinstance(a, (int, float)):
         raise TypeError(f"a must be a Python number, got {type(a).__name__}")
+    if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+    if block_size <= 0 or block_size & (block_size - 1):
+        raise ValueError(f"block_size must be a positive power of two, got {block_size}")
+    if x.numel() > 2**31 - 1:  # program_id(0) * BLOCK_SIZE is int32 arithmetic
+        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: saxpy_kernel computes int32 offsets")
     z = torch.empty_like(x)
     n = x.numel()
     saxpy_kernel[(triton.cdiv(n, block_size),)](x, y, z, float(a), n, BLOCK_SIZE=block_size)
@@ -240,6 +246,13 @@ def _quantile(times, q):
     return times[min(len(times) - 1, int(q * len(times)))]
 
 
+CLOCKS = {  # the result file's `timing` column: which clock took each provider's time
+    "perf_counter-no-sync": "host_wall", "perf_counter-sync": "host_wall", "cuda-events": "cuda_events",
+    "do_bench": "do_bench", "do_bench_cudagraph": "cudagraph",
+    "profiler-warm-l2": "profiler", "profiler-flushed-l2": "profiler",
+}
+
+
 def measure_rows(device=None) -> list[dict]:
     """One row per (size, timer): what that timer says one saxpy launch takes, in µs."""
     device = torch.device(DEVICE if device is None else device)
@@ -256,9 +269,9 @@ def measure_rows(device=None) -> list[dict]:
             p50 = statistics.median(ms)
             rows.append({
                 "bench": "timing_methods", "x_name": "n", "x": n, "provider": provider,
-                "timing": "do_bench", "metric": "us", "value": 1e3 * p50,
+                "timing": CLOCKS[provider], "metric": "us", "value": 1e3 * p50,
                 "ms_p50": p50, "ms_p20": _quantile(ms, 0.2), "ms_p80": _quantile(ms, 0.8),
-                "work": 0,
+                "work": 0, "host_bound": None, "spread": None,  # spread: scripts/bench.py, over its passes
             })
     return rows
 # --8<-- [end:measure]

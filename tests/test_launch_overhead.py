@@ -80,12 +80,31 @@ def test_overhead_table_runs():
         (torch.arange(4, device=DEVICE), TypeError, "x must be float16 or float32"),
         (torch.randn(8, device=DEVICE)[::2], ValueError, "x must be contiguous"),
         (torch.randn(0, device=DEVICE), ValueError, "at least one element"),
+        (torch.randn(1, device=DEVICE).expand(8), ValueError, r"x must be contiguous, got stride \(0,\)"),
+        (torch.randn(3, 5, device=DEVICE).t(), ValueError, "x must be contiguous"),
+        # a meta tensor: a shape without storage, refused before anything is allocated
+        (torch.empty(2**31, device="meta"), ValueError, r"x has 2147483648 elements, more than 2\*\*31 - 1: .*int32"),
     ],
 )
 @pytest.mark.parametrize("launcher", [ex.add_scalar, ex.add_scalar_autotuned, ex.WarmLauncher, ex.GraphLauncher])
 def test_bad_inputs(launcher, x, err, words):
     with pytest.raises(err, match=words):
         launcher(x, 1.0)
+
+
+@pytest.mark.parametrize("provider", ["triton", "triton-autotuned", "triton-warm-launcher"])
+def test_nan_inf_like_torch(provider):
+    x = torch.randn(2, 64, device=DEVICE)
+    big = torch.finfo(torch.float32).max
+    x[0, ::4], x[0, 1::4], x[0, 2::4], x[0, 3::4] = float("nan"), float("inf"), float("-inf"), big
+    out = ex.make_fn(provider, x, 0.5)()
+    torch.testing.assert_close(out, ex.add_scalar_torch(x, 0.5), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("block_size", [0, -4, 100, 1024.0])
+def test_warm_launcher_bad_block_size(block_size):
+    with pytest.raises(ValueError, match="block_size must be a positive power of two"):
+        ex.WarmLauncher(torch.randn(4, device=DEVICE), 1.0, block_size=block_size)
 
 
 def test_unknown_provider():
@@ -115,32 +134,14 @@ def test_self_check_runs(capsys):
     assert "5 ways of launching give x + alpha" in capsys.readouterr().out
 
 
-@requires_gpu
-def test_warm_launcher_and_graph_cut_host_time():
-    # n = 1024: the kernel is a few microseconds of GPU work, so host time decides.
-    x = torch.randn(1024, device=DEVICE)
-    plain = ex.host_us_per_call(ex.make_fn("triton", x, 1.0), calls=2000)
-    warm = ex.host_us_per_call(ex.make_fn("triton-warm-launcher", x, 1.0), calls=2000)
-    graph = ex.make_fn("triton-cudagraph", x, 1.0)
-    graph_per_launch = ex.host_us_per_call(graph, calls=20) / graph.launches
-    assert warm < plain, (warm, plain)
-    assert graph_per_launch < plain, (graph_per_launch, plain)
-
-
-@requires_gpu
-def test_small_launches_are_host_bound():
-    # The point of the chapter: at 1024 elements a launch costs the host more than the GPU.
-    x = torch.randn(1024, device=DEVICE)
-    fn = ex.make_fn("triton", x, 1.0)
-    assert ex.host_us_per_call(fn, calls=2000) > ex.gpu_us_per_call(fn)
-
-
 def test_measure_rows_on_cpu_is_empty():
     if ON_GPU:
         pytest.skip("on a GPU measure_rows times every point (see test_measure_rows_on_gpu)")
     assert ex.measure_rows("cpu") == []
 
 
+# Which launcher is faster, and whether a small launch is host-bound, are benchmark results
+# (benchmarks/results/h200/launch_overhead.csv), not test assertions: timings vary by run.
 @requires_gpu
 def test_measure_rows_on_gpu():
     rows = ex.measure_rows(DEVICE)

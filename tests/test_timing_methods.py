@@ -1,3 +1,4 @@
+import math
 import sys
 
 import pytest
@@ -43,6 +44,32 @@ def test_bad_inputs(args, err, words):
         ex.saxpy(a, x, y)
 
 
+@pytest.mark.parametrize("block_size", [0, 48, -4])
+def test_bad_block_size(block_size):
+    x = torch.ones(4, device=DEVICE)
+    with pytest.raises(ValueError, match="block_size must be a positive power of two"):
+        ex.saxpy(2.0, x, x, block_size=block_size)
+
+
+def test_int32_offset_limit_is_refused():
+    # Meta tensors: the checks run on the shape, nothing is allocated or launched.
+    x = torch.empty(2**31, device="meta")
+    with pytest.raises(ValueError, match=r"x has 2147483648 elements, more than 2\*\*31 - 1: .* int32 offsets"):
+        ex.saxpy(2.0, x, x)
+
+
+def test_saxpy_nan_inf_like_torch():
+    n = 129
+    x = torch.randn(n, device=DEVICE)
+    y = torch.randn(n, device=DEVICE)
+    big = torch.finfo(torch.float32).max
+    x[::5], x[1::5], x[2::5], x[3::5] = float("nan"), float("inf"), float("-inf"), big
+    y[2::5], y[4::5] = float("inf"), -big  # -inf + inf = NaN; big + -big = finite
+    got = ex.saxpy(0.5, x, y)
+    torch.testing.assert_close(got, ex.saxpy_torch(0.5, x, y), equal_nan=True)
+    assert got[::5].isnan().all() and got[2::5].isnan().all() and got[1::5].eq(float("inf")).all()
+
+
 def test_units():
     assert ex.gbps(4e9, 1.0) == pytest.approx(4000.0)  # 4 GB in 1 ms
     assert ex.tflops(2 * 8192**3, 1.6) == pytest.approx(687.19, rel=1e-4)
@@ -68,16 +95,17 @@ def test_measure_rows_format(monkeypatch):
         calls.append(out.numel())
         return [3.0, 1.0, 2.0, 5.0, 4.0]
 
-    monkeypatch.setattr(ex, "TIMERS", {"fake cpu clock": (fake_timer, False), "fake gpu clock": (fake_timer, True)})
+    monkeypatch.setattr(ex, "TIMERS", {"perf_counter-sync": (fake_timer, False), "cuda-events": (fake_timer, True)})
     monkeypatch.setattr(ex, "SIZES", {"cpu": [17, 33], "cuda": [17, 33]})
     rows = ex.measure_rows(DEVICE)
-    expected = ["fake cpu clock"] + (["fake gpu clock"] if DEVICE.type == "cuda" else [])
+    expected = ["perf_counter-sync"] + (["cuda-events"] if DEVICE.type == "cuda" else [])
     assert [r["provider"] for r in rows] == expected * 2
     assert calls == [n for n in (17, 33) for _ in expected]
     for row in rows:
         assert set(row) == set(COLUMNS) - {"example"}
         assert row["bench"] == ex.EXTRA_BENCHMARKS[0]["name"]
-        assert (row["x_name"], row["metric"], row["timing"], row["work"]) == ("n", "us", "do_bench", 0)
+        assert (row["x_name"], row["metric"], row["work"]) == ("n", "us", 0)
+        assert row["timing"] == {"perf_counter-sync": "host_wall", "cuda-events": "cuda_events"}[row["provider"]]
         assert row["ms_p50"] == 3.0 and row["value"] == 3000.0
         assert row["ms_p20"] <= row["ms_p50"] <= row["ms_p80"]
 
@@ -110,31 +138,24 @@ def test_self_check_runs(capsys):
 
 
 @requires_gpu
-def test_gpu_measure_rows_tells_the_story():
+def test_gpu_measure_rows_format():
+    # Every clock at every size, in the result files' columns and units. No relation
+    # between the clocks is asserted: timings vary from run to run, and what they say is a
+    # benchmark result (benchmarks/results/h200/timing_methods.csv), quoted on the page.
     rows = ex.measure_rows(DEVICE)
-    us = {(r["provider"], r["x"]): r["value"] for r in rows}
-    assert {p for p, _ in us} == set(ex.TIMERS)
-    small, mid, big = sorted(ex.SIZES["cuda"])
-    # Each relation held on the H200 (timing_methods.csv); where the gap was small, the
-    # comment gives the measured values.
-    # perf_counter without a sync stops at the enqueue: far below a big kernel's time
-    assert us["perf_counter-no-sync", big] < 0.5 * us["profiler-warm-l2", big]
-    # with a sync, a small kernel reads as its launch, many times the kernel
-    assert us["perf_counter-sync", small] > 5 * us["profiler-warm-l2", small]
-    assert us["perf_counter-sync", small] > us["perf_counter-no-sync", small]  # 55 vs 37 µs
-    # the sync adds the kernel (and latency) to what the clock without a sync saw
-    assert us["perf_counter-sync", big] > us["perf_counter-no-sync", big]
-    assert us["perf_counter-sync", big] > us["profiler-flushed-l2", big]  # 252 vs 187 µs
-    # CUDA events around a small launch on an idle GPU include the launch
-    assert us["cuda-events", small] > 3 * us["profiler-warm-l2", small]  # measured 4.6x and 5.3x in two H200 runs
-    # do_bench (L2 flushed) agrees with the profiler on a big kernel, not on a small one
-    assert us["do_bench", big] == pytest.approx(us["profiler-flushed-l2", big], rel=0.25)
-    assert us["do_bench", small] > 2 * us["profiler-flushed-l2", small]
-    # a CUDA graph removes the host launch: far below do_bench on a small kernel
-    assert us["do_bench_cudagraph", small] < 0.5 * us["do_bench", small]
-    # no flush: with the data in L2, faster than a kernel on flushed data
-    assert us["profiler-warm-l2", mid] < us["profiler-flushed-l2", mid]
-    assert us["do_bench_cudagraph", mid] < us["profiler-flushed-l2", mid]  # 2.8 vs 4.9 µs
-    # on a big kernel it is never much below the kernel; it was 0-30% above it on the H200,
-    # so no closer match is asserted
-    assert us["do_bench_cudagraph", big] > 0.9 * us["profiler-warm-l2", big]
+    assert [(r["x"], r["provider"]) for r in rows] == [(n, p) for n in ex.SIZES["cuda"] for p in ex.TIMERS]
+    for row in rows:
+        assert set(row) == set(COLUMNS) - {"example"}
+        assert row["bench"] == ex.EXTRA_BENCHMARKS[0]["name"]
+        assert (row["x_name"], row["metric"], row["work"]) == ("n", "us", 0)
+        assert isinstance(row["timing"], str) and row["timing"]  # which clock: a label, never a number
+        assert all(isinstance(row[k], float) and math.isfinite(row[k]) and row[k] > 0
+                   for k in ("value", "ms_p20", "ms_p50", "ms_p80")), row
+        assert row["value"] == pytest.approx(1e3 * row["ms_p50"])  # microseconds from the median in ms
+        assert row["ms_p20"] <= row["ms_p50"] <= row["ms_p80"]  # quantiles of one sample
+
+
+def test_every_timer_names_its_clock():
+    # A row's `timing` column says which clock took it: host wall clock rows are not do_bench rows.
+    assert set(ex.CLOCKS) == set(ex.TIMERS)
+    assert {ex.CLOCKS[p] for p in ("perf_counter-no-sync", "perf_counter-sync")} == {"host_wall"}
