@@ -2,19 +2,39 @@
 
 On a CUDA machine::
 
-    python scripts/bench.py --all                    # every example
+    python scripts/bench.py --all                    # every example (about 6-7 minutes on an H200)
     python scripts/bench.py --example softmax        # one (or several) examples
+    python scripts/bench.py --all --passes 5         # more passes per point (default 3)
 
 measures the ceilings of this GPU (device-to-device copy, cuBLAS fp16/bf16 at
 8192^3) and then, for each example, every (bench, x, provider) point of its
-``BENCHMARKS``. Each provider's output is checked against the reference before
-it is timed; a provider that fails the check is not recorded and the run exits
-non-zero. Results go to ``benchmarks/results/<gpu>/<example>.csv`` with a
-``<example>.meta.json`` holding the GPU, versions, date, timing method and the
-ceilings measured in the same run. An example's files are replaced whole.
+``BENCHMARKS``:
+
+* For each x, every provider's case is built and its output checked against the
+  reference before anything is timed; a provider that fails the check is not
+  recorded and the run exits non-zero. A ``torch.compile`` peer (a case with a
+  ``"compile"`` key) is compiled here, afresh for each x, with ``dynamic=False``
+  and after ``torch.compiler.reset()``: dynamo keeps its compiled code on the
+  function's code object, so one compiled function reused across sizes turns
+  dynamic after the second size and falls back to eager after 8 recompiles.
+  Every provider is warmed (the output check plus ``WARM_CALLS`` calls) before timing.
+* The providers are timed in interleaved passes (pass 1 over all providers, then
+  pass 2, ...; ``--passes``, at least 3 by default). Each device-timed point is
+  timed with ``do_bench`` (L2 flushed, median) and with ``do_bench_cudagraph``
+  (CUDA-graph replay, median) in every pass. The CSV keeps the median over passes
+  as the row's time and ``value``, ``spread`` = max / min - 1 over the passes, and
+  ``host_bound`` on the do_bench row (see ``results.is_host_bound``). A spec's
+  ``"cudagraph": True`` now only asks its plot to draw the CUDA-graph series too.
+* ``"metric": "us"`` benches are host wall-clock costs per call (``timing=host_wall``).
+
+Results go to ``benchmarks/results/<gpu>/<example>.csv`` with a ``<example>.meta.json``
+holding the GPU, versions, date, method, the ceilings measured in the same run, how each
+provider was built (``peers``), the sha256 of the example file measured and the git commit.
+An example's files are replaced whole.
 
 Without a GPU (CI), ``--tiny`` runs the same code path under Triton's
-interpreter at the examples' ``tiny_x_vals``: every check, no timing, no files.
+interpreter at the examples' ``tiny_x_vals``: every check, no timing, no files
+(a ``torch.compile`` peer is checked uncompiled: Inductor on a CPU builds C++).
 """
 
 from __future__ import annotations
@@ -27,7 +47,6 @@ import json
 import os
 import platform
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -41,13 +60,30 @@ sys.path.insert(0, str(EXAMPLES))
 
 import results  # noqa: E402
 
-WARMUP_MS, REP_MS = 25, 200  # do_bench's warm-up and repetition budgets
-HOST_CALLS, HOST_REPEATS = 1000, 7  # host-side launch cost: calls per sample, samples
-METHOD = (
-    f"triton.testing.do_bench median (warmup={WARMUP_MS} ms, rep={REP_MS} ms, L2 flushed between reps); "
-    f"CUDA-graph rows: do_bench_cudagraph median (rep={REP_MS} ms, no L2 flush); "
-    f"'us' rows: host wall clock per call, median of {HOST_REPEATS} x {HOST_CALLS} back-to-back calls"
-)
+# Per pass. 30 ms of do_bench repetitions give ~35 samples of the longest memory-bound kernels here
+# (~0.8 ms with the L2 flush), ~15 of the 8192^3 matmuls and hundreds of the short ones: the old
+# single-pass files show p20..p80 within +-0.5% of the median at the large sizes, so the median of
+# one pass is good to well under the 5% a re-run must reproduce; what varies between runs is what
+# the passes measure (spread). The warm-up is short because every provider is warmed before its
+# first pass and the passes keep the GPU busy. Budget: ~670 device points x 3 passes x (~37 ms
+# do_bench + ~27 ms graph) is ~130 s of timing for --all.
+WARMUP_MS, REP_MS = 5, 30
+GRAPH_REP_MS = 2  # do_bench_cudagraph: 10 replays of a graph of about 2 ms of calls (sized from plain launches)
+PASSES = 3
+WARM_CALLS = 3  # calls after the output check (which also compiles) and before timing
+HOST_CALLS, HOST_REPEATS = 1000, 3  # host-side cost: calls per sample, samples per pass
+
+
+def method(passes: int) -> str:
+    return (
+        f"{passes} interleaved passes, median over passes (spread = max/min - 1 over passes); per pass: "
+        f"triton.testing.do_bench median (warmup={WARMUP_MS} ms, rep={REP_MS} ms, L2 flushed before each call) and "
+        f"do_bench_cudagraph median (rep={GRAPH_REP_MS} ms, 10 graph replays, L2 not flushed); "
+        f"host_bound: do_bench > {results.HOST_BOUND_RATIO:.2f} x CUDA-graph time and do_bench < "
+        f"{1e3 * results.HOST_BOUND_MAX_MS:.0f} us; torch.compile peers: dynamic=False, compiled per shape after "
+        f"torch.compiler.reset(), warmed before timing; 'us' rows (timing=host_wall): host wall clock per call, "
+        f"median of {HOST_REPEATS} x {HOST_CALLS} back-to-back calls per pass"
+    )
 
 
 def example_names() -> list[str]:
@@ -70,6 +106,21 @@ def driver_version() -> str:
         return "unknown"
 
 
+def git_state(path: Path | None = None) -> tuple[str, bool | None]:
+    """(commit, whether ``path`` (default: any tracked file) differs from it or is untracked);
+    ("unknown", None) without git. With a path, "clean" means the commit holds exactly the
+    file that was measured."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=20, check=True).stdout.strip()
+        which = ["--", str(path)] if path is not None else ["--untracked-files=no"]
+        status = subprocess.run(["git", "status", "--porcelain", *which], cwd=ROOT,
+                                capture_output=True, text=True, timeout=20, check=True).stdout
+        return commit or "unknown", bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", None
+
+
 def check_output(out, ref, rtol: float, atol: float) -> None:
     import torch
 
@@ -82,14 +133,24 @@ def check_output(out, ref, rtol: float, atol: float) -> None:
     torch.testing.assert_close(out, ref, rtol=rtol, atol=atol)
 
 
-def time_device(fn, cudagraph: bool) -> tuple[float, float, float]:
-    """(p50, p20, p80) in ms."""
-    from triton.testing import do_bench, do_bench_cudagraph
+def _quantile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
 
-    if cudagraph:
-        p50 = do_bench_cudagraph(fn, rep=REP_MS, return_mode="median")
-        return p50, p50, p50  # do_bench_cudagraph reports one statistic
+
+def time_do_bench(fn) -> tuple[float, float, float]:
+    """(p50, p20, p80) in ms: CUDA events around each call, L2 flushed before it."""
+    from triton.testing import do_bench
+
     p50, p20, p80 = do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, quantiles=[0.5, 0.2, 0.8])
+    return p50, p20, p80
+
+
+def time_graph(fn) -> tuple[float, float, float]:
+    """(p50, p20, p80) in ms per call, over do_bench_cudagraph's 10 replays (no host cost, warm L2)."""
+    from triton.testing import do_bench_cudagraph
+
+    p50, p20, p80 = do_bench_cudagraph(fn, rep=GRAPH_REP_MS, quantiles=[0.5, 0.2, 0.8])
     return p50, p20, p80
 
 
@@ -107,33 +168,116 @@ def time_host(fn, calls_per_fn: int = 1) -> tuple[float, float, float]:
             fn()
         torch.cuda.synchronize()
         samples.append((time.perf_counter() - t0) * 1e3 / (HOST_CALLS * calls_per_fn))
-    q = statistics.quantiles(samples, n=10)
-    return statistics.median(samples), q[1], q[7]
+    return results.median(samples), _quantile(samples, 0.2), _quantile(samples, 0.8)
 
 
-def measure_ceilings() -> dict:
+def measure_ceilings(passes: int = PASSES) -> dict:
     import torch
     from triton.testing import do_bench
+
+    def ms(fn) -> float:
+        return results.median(do_bench(fn, warmup=WARMUP_MS, rep=REP_MS, return_mode="median") for _ in range(passes))
 
     ceilings = {}
     n = (2 << 30) // 4  # 2 GiB of fp32
     buffers = {"src": torch.randn(n, device="cuda")}
     buffers["dst"] = torch.empty_like(buffers["src"])
-    ms = do_bench(lambda: buffers["dst"].copy_(buffers["src"]), warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
-    ceilings["copy_gbps"] = round(2 * n * 4 / ms / 1e6, 1)
+    ceilings["copy_gbps"] = round(2 * n * 4 / ms(lambda: buffers["dst"].copy_(buffers["src"])) / 1e6, 1)
     buffers.clear()
     s = 8192
     for dtype, key in ((torch.float16, "cublas_fp16_tflops"), (torch.bfloat16, "cublas_bf16_tflops")):
         a = torch.randn(s, s, device="cuda", dtype=dtype)
         b = torch.randn(s, s, device="cuda", dtype=dtype)
-        ms = do_bench(lambda a=a, b=b: torch.matmul(a, b), warmup=WARMUP_MS, rep=REP_MS, return_mode="median")
-        ceilings[key] = round(2 * s**3 / ms / 1e9, 1)
+        ceilings[key] = round(2 * s**3 / ms(lambda a=a, b=b: torch.matmul(a, b)) / 1e9, 1)
     torch.cuda.empty_cache()
     return ceilings
 
 
-def run_example(name: str, device, tiny: bool, only_bench: str | None = None) -> tuple[list[dict], list[str]]:
-    """Run one example's benchmarks. Returns (rows, failures)."""
+# --- turning passes into rows (pure: unit-tested with made-up numbers) ---------------------------
+
+def _flag(value: bool | None) -> str:
+    return "" if value is None else str(bool(value)).lower()
+
+
+Times = list[tuple[float, float, float]]  # per pass: (p50, p20, p80) in ms
+
+
+def point_rows(base: dict, metric: str, work: float, samples: dict[str, Times]) -> list[dict]:
+    """The CSV rows of one (bench, x, provider) point from its per-pass (p50, p20, p80) times in ms,
+    keyed by timing ("do_bench", "cudagraph" or "host_wall"). The row's time is the median over the
+    passes, ``spread`` their max / min - 1, ``host_bound`` compares do_bench with the graph time."""
+    graph = samples.get("cudagraph") or []
+    graph_ms = results.median([s[0] for s in graph]) if graph else None
+    rows = []
+    for timing in ("do_bench", "cudagraph", "host_wall"):
+        passes = samples.get(timing) or []
+        if not passes:
+            continue
+        ms = results.median([s[0] for s in passes])
+        if metric == "us":
+            value = ms * 1e3
+        else:
+            value = work / ms / (1e6 if metric == "GB/s" else 1e9)
+        host_bound = {"do_bench": results.is_host_bound(ms, graph_ms), "cudagraph": False}.get(timing)
+        sp = results.spread([s[0] for s in passes])
+        rows.append({
+            **base, "timing": timing, "metric": metric, "value": round(value, 3),
+            "ms_p50": f"{ms:.6g}", "ms_p20": f"{results.median([s[1] for s in passes]):.6g}",
+            "ms_p80": f"{results.median([s[2] for s in passes]):.6g}", "work": work,
+            "host_bound": _flag(host_bound), "spread": "" if sp is None else f"{sp:.4f}",
+        })
+    return rows
+
+
+def merge_passes(passes: list[list[dict]]) -> list[dict]:
+    """Rows that an example's ``measure_rows`` returned in several passes, one row per point:
+    median value and times, spread of the times (of the values where no time was recorded)."""
+    groups: dict[tuple, list[dict]] = {}
+    for rows in passes:
+        for row in rows:
+            key = (row["bench"], str(row["x"]), row["provider"], row["timing"])
+            groups.setdefault(key, []).append(row)
+    merged = []
+    for group in groups.values():
+        times = [float(r["ms_p50"]) for r in group]
+        values = [float(r["value"]) for r in group]
+        sp = results.spread(times if min(times) > 0 else values)
+        merged.append({
+            **group[0],
+            "value": round(results.median(values), 3),
+            **{k: f"{results.median([float(r[k]) for r in group]):.6g}" for k in ("ms_p50", "ms_p20", "ms_p80")},
+            "host_bound": group[0].get("host_bound", ""),
+            "spread": "" if sp is None else f"{sp:.4f}",
+        })
+    return merged
+
+
+# --- running one example ------------------------------------------------------------------------
+
+def _describe(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def build_fn(case: dict):
+    """(callable, how it was built) for one case. A case with "compile" is a torch.compile peer:
+    compiled here, static (dynamic=False), for this shape only; the caller resets dynamo first."""
+    if "compile" not in case:
+        return case["fn"], f"as bench_case returns it, warmed by the output check and {WARM_CALLS} calls"
+    import torch
+
+    options = dict(case.get("compile_options") or {})
+    compiled = torch.compile(case["compile"], dynamic=False, **options)
+    inputs = tuple(case["inputs"])
+    opts = "".join(f", {k}={v!r}" for k, v in sorted(options.items()))
+    how = (f"torch.compile({_describe(case['compile'])}, dynamic=False{opts}), built afresh for each x after "
+           f"torch.compiler.reset(), warmed by the output check (which compiles it) and {WARM_CALLS} calls")
+    return (lambda: compiled(*inputs)), how
+
+
+def run_example(name: str, device, tiny: bool, only_bench: str | None = None, passes: int = PASSES,
+                peers: dict | None = None) -> tuple[list[dict], list[str]]:
+    """Run one example's benchmarks. Returns (rows, failures); fills ``peers`` (bench -> provider ->
+    how it was built) when given."""
     import torch
 
     mod = importlib.import_module(name)
@@ -146,17 +290,27 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None) ->
             continue
         xs = spec["tiny_x_vals"] if tiny else spec["x_vals"]
         calls = spec.get("calls_per_fn", {})
+        metric = spec["metric"]
         for x in xs:
+            ready, reset = {}, False  # provider -> (fn, case), in spec order
             for provider in spec["providers"]:
                 label = f"{name}:{spec['name']} {spec['x_name']}={x} {provider}"
-                if tiny and provider == "torch.compile":
-                    # On the CPU Inductor builds C++ (~10 s a shape): that checks torch, not our code path.
-                    print(f"skip {label}: torch.compile is checked on the GPU run", flush=True)
-                    continue
                 try:
                     case = mod.bench_case(spec["name"], provider, x, device=device, **spec.get("args", {}))
-                    out = case["fn"]()
-                    check_output(out, case["ref"](), case["rtol"], case["atol"])
+                    if "compile" in case and tiny:
+                        # On the CPU Inductor builds C++ (~10 s a shape): check the peer uncompiled.
+                        check_output(case["compile"](*case["inputs"]), case["ref"](), case["rtol"], case["atol"])
+                        print(f"ok   {label} (uncompiled; compiled on the GPU run)", flush=True)
+                        continue
+                    if "compile" in case and not reset:
+                        torch.compiler.reset()  # a fresh dynamo cache: no recompile limit, no dynamic shapes
+                        reset = True
+                    fn, how = build_fn(case)
+                    check_output(fn(), case["ref"](), case["rtol"], case["atol"])
+                    if not tiny:
+                        for _ in range(WARM_CALLS):
+                            fn()
+                        torch.cuda.synchronize()
                 except Exception as err:  # noqa: BLE001 - report every failing point, record none of them
                     failures.append(f"{label}: {type(err).__name__}: {err}")
                     traceback.print_exc()
@@ -164,41 +318,59 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None) ->
                 if tiny:
                     print(f"ok   {label}", flush=True)
                     continue
-                timings = [False] + ([True] if spec.get("cudagraph") and spec["metric"] != "us" else [])
-                for cudagraph in timings:
-                    if spec["metric"] == "us":
-                        p50, p20, p80 = time_host(case["fn"], calls.get(provider, 1))
-                        value = p50 * 1e3
-                    else:
-                        p50, p20, p80 = time_device(case["fn"], cudagraph)
-                        scale = 1e6 if spec["metric"] == "GB/s" else 1e9
-                        value = case["work"] / p50 / scale
-                    row = {
-                        "example": name, "bench": spec["name"], "x_name": spec["x_name"], "x": x,
-                        "provider": provider, "timing": "cudagraph" if cudagraph else "do_bench",
-                        "metric": spec["metric"], "value": round(value, 3),
-                        "ms_p50": f"{p50:.6g}", "ms_p20": f"{p20:.6g}", "ms_p80": f"{p80:.6g}",
-                        "work": case["work"],
-                    }
+                if peers is not None:
+                    peers.setdefault(spec["name"], {})[provider] = how
+                ready[provider] = (fn, case)
+            if tiny or not ready:
+                continue
+            samples = {p: {"do_bench": [], "cudagraph": [], "host_wall": []} for p in ready}
+            broken = set()  # providers whose timing failed: not recorded
+            no_graph = set()  # providers that cannot be captured in a CUDA graph
+            for _ in range(passes):
+                for provider, (fn, _case) in ready.items():
+                    if provider in broken:
+                        continue
+                    label = f"{name}:{spec['name']} {spec['x_name']}={x} {provider}"
+                    try:
+                        if metric == "us":
+                            samples[provider]["host_wall"].append(time_host(fn, calls.get(provider, 1)))
+                            continue
+                        samples[provider]["do_bench"].append(time_do_bench(fn))
+                    except Exception as err:  # noqa: BLE001
+                        failures.append(f"{label}: timing failed: {type(err).__name__}: {err}")
+                        traceback.print_exc()
+                        broken.add(provider)
+                        continue
+                    if provider in no_graph:
+                        continue
+                    try:
+                        samples[provider]["cudagraph"].append(time_graph(fn))
+                    except Exception as err:  # noqa: BLE001 - some calls cannot be captured: say so, go on
+                        print(f"note {label}: no CUDA-graph time ({type(err).__name__}: {err})", flush=True)
+                        torch.cuda.synchronize()
+                        no_graph.add(provider)
+                        samples[provider]["cudagraph"] = []
+            for provider, (_fn, case) in ready.items():
+                if provider in broken:
+                    continue
+                base = {"example": name, "bench": spec["name"], "x_name": spec["x_name"], "x": x,
+                        "provider": provider}
+                for row in point_rows(base, metric, case["work"], samples[provider]):
                     rows.append(row)
-                    print(f"{row['value']:>12.2f} {spec['metric']:<8} {row['timing']:<9} {label}", flush=True)
-                del case, out
-                torch.cuda.empty_cache()
+                    flags = " host-bound" if row["host_bound"] == "true" else ""
+                    if row["spread"] and float(row["spread"]) > results.SPREAD_FLAG:
+                        flags += f" spread {100 * float(row['spread']):.1f}%"
+                    print(f"{row['value']:>12.2f} {metric:<8} {row['timing']:<9} "
+                          f"{name}:{spec['name']} {spec['x_name']}={x} {provider}{flags}", flush=True)
+            del ready, samples
+            torch.cuda.empty_cache()
     if hasattr(mod, "measure_rows") and not only_bench:
         if tiny:
             print(f"skip {name}: measure_rows needs a GPU", flush=True)
         else:
-            for row in mod.measure_rows(device):
-                rows.append({"example": name, **row})
+            measured = [mod.measure_rows(device) for _ in range(passes)]
+            rows += [{"example": name, **row} for row in merge_passes(measured)]
     return rows, failures
-
-
-def bench_specs(name: str) -> list[dict]:
-    mod = importlib.import_module(name)
-    keep = ("name", "title", "x_name", "metric", "ceiling", "providers", "cudagraph")
-    specs = [{k: s.get(k) for k in keep} for s in getattr(mod, "BENCHMARKS", [])]
-    specs += [{k: s.get(k) for k in keep} for s in getattr(mod, "EXTRA_BENCHMARKS", [])]
-    return specs
 
 
 def write_results(out_dir: Path, name: str, rows: list[dict], meta: dict) -> None:
@@ -207,8 +379,8 @@ def write_results(out_dir: Path, name: str, rows: list[dict], meta: dict) -> Non
         writer = csv.DictWriter(fh, fieldnames=results.COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: row[k] for k in results.COLUMNS})
-    (out_dir / f"{name}.meta.json").write_text(json.dumps({**meta, "benchmarks": bench_specs(name)}, indent=1) + "\n")
+            writer.writerow({k: row.get(k, "") for k in results.COLUMNS})
+    (out_dir / f"{name}.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def main(argv=None) -> int:
@@ -217,12 +389,17 @@ def main(argv=None) -> int:
     parser.add_argument("--example", action="append", default=[], help="an example's file stem (repeatable)")
     parser.add_argument("--bench", help="only this bench (a dry run: nothing is written)")
     parser.add_argument("--tiny", action="store_true", help="interpreter-sized check of the code path, no timing")
+    parser.add_argument("--passes", type=int, default=PASSES, help=f"interleaved passes per point (default {PASSES})")
     parser.add_argument("--out", type=Path, default=results.RESULTS_DIR, help="results folder")
     args = parser.parse_args(argv)
     names = example_names() if args.all else args.example
     unknown = sorted(set(names) - set(example_names()))
     if not names or unknown:
         parser.error(f"name examples with --example or use --all (unknown: {unknown})")
+    if args.passes < 1:
+        parser.error("--passes must be at least 1")
+    if args.passes < 3 and not args.tiny:
+        print(f"warning: {args.passes} pass(es): the site's results need at least 3 for a spread", flush=True)
 
     import torch
 
@@ -234,30 +411,52 @@ def main(argv=None) -> int:
     device = torch.device("cuda" if on_gpu else "cpu")
 
     meta = None
+    started = time.time()
     if on_gpu and not args.tiny:
         import triton
 
         props = torch.cuda.get_device_properties(device)
+        commit, dirty = git_state()
         print("measuring ceilings ...", flush=True)
         meta = {
             "gpu": props.name, "sm_count": props.multi_processor_count, "driver": driver_version(),
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "method": METHOD, "ceilings": measure_ceilings(),
+            "method": method(args.passes), "passes": args.passes,
+            "timing": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "graph_rep_ms": GRAPH_REP_MS,
+                       "warm_calls": WARM_CALLS, "host_calls": HOST_CALLS, "host_repeats": HOST_REPEATS,
+                       "host_bound_ratio": results.HOST_BOUND_RATIO,
+                       "host_bound_max_ms": results.HOST_BOUND_MAX_MS},
+            "git_commit": commit, "git_dirty": dirty,
+            "runner_sha256": results.sha256_of(Path(__file__)),
+            "ceilings": measure_ceilings(args.passes),
         }
         print(json.dumps(meta["ceilings"]), flush=True)
 
     all_failures = []
     for name in names:
         t0 = time.time()
-        rows, failures = run_example(name, device, args.tiny, args.bench)
+        source_sha256 = results.sha256_of(EXAMPLES / f"{name}.py")  # the file this run imports and measures
+        date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        peers: dict = {}
+        rows, failures = run_example(name, device, args.tiny, args.bench, args.passes, peers)
         all_failures += failures
         if meta is not None and not args.bench:
             if failures:
                 print(f"NOT WRITING {name}: {len(failures)} failing point(s)", flush=True)
+            elif results.sha256_of(EXAMPLES / f"{name}.py") != source_sha256:
+                all_failures.append(f"{name}: examples/{name}.py changed during its run")
+                print(f"NOT WRITING {name}: its example changed during the run", flush=True)
             else:
-                write_results(args.out / gpu_slug(meta["gpu"]), name, rows, meta)
+                _, source_dirty = git_state(EXAMPLES / f"{name}.py")  # False: git_commit holds this exact file
+                if any(r.get("timing") not in ("do_bench", "cudagraph") for r in rows):
+                    peers.setdefault("measure_rows", {})["*"] = (
+                        "rows from the example's own measure_rows(): each row's timing column names its clock")
+                write_results(args.out / gpu_slug(meta["gpu"]), name, rows,
+                              {**meta, "date": date, "source_sha256": source_sha256, "peers": peers,
+                               "source_dirty": source_dirty})
         print(f"== {name}: {len(rows)} rows, {len(failures)} failures, {time.time() - t0:.0f} s", flush=True)
+    print(f"== total: {len(names)} example(s), {time.time() - started:.0f} s", flush=True)
     for f in all_failures:
         print("FAIL", f)
     return 1 if all_failures else 0

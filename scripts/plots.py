@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,6 +23,7 @@ PALETTE = {
     "torch.compile": "#00897b",
     "cublas": "#e53935",
 }
+TIMING_NAMES = {"cudagraph": "CUDA graph", "host_wall": "host wall clock", "cuda_events": "CUDA events"}
 FALLBACK = ["#1e88e5", "#c0ca33", "#8d6e63", "#d81b60", "#43a047", "#fdd835"]
 
 
@@ -37,11 +39,33 @@ def provider_color(provider: str, i: int) -> str:
     return PALETTE.get(provider, FALLBACK[i % len(FALLBACK)])
 
 
-def caption(meta: dict) -> str:
-    return (
-        f"{meta['gpu']} ({meta['sm_count']} SMs), torch {meta['torch']}, triton {meta['triton']}, "
-        f"{meta['date'][:10]}; {meta['method']}"
-    )
+def caption(meta: dict, graph_shown: bool = False, timings=None) -> str:
+    """Two or three short lines under the plot: the run, and how its points were timed."""
+    run = (f"{meta['gpu']} ({meta['sm_count']} SMs), torch {meta['torch']}, triton {meta['triton']}, "
+           f"{meta['date'][:10]}")
+    timings = set(timings or ())
+    if "passes" in meta and timings - {"do_bench", "cudagraph"}:
+        names = ", ".join(TIMING_NAMES.get(t, t) for t in sorted(timings))
+        how = f"median of {meta['passes']} passes; clocks: {names}"
+    elif "passes" in meta:
+        how = (f"median of {meta['passes']} interleaved passes; solid: triton.testing.do_bench (L2 flushed)"
+               + ("; dashed: do_bench_cudagraph (CUDA-graph replay, no host cost)" if graph_shown else ""))
+    else:
+        how = f"one pass (a result file older than the spread and host-bound columns): {meta['method']}"
+    return "\n".join([run] + textwrap.wrap(how, 150))
+
+
+def _series(rows: list[dict], spec: dict) -> dict[tuple[str, str], list[dict]]:
+    """(provider, timing) -> its rows. A provider's CUDA-graph partner of its do_bench series is
+    drawn only where the bench's spec asks for it (``"cudagraph": True``)."""
+    series: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        series[(r["provider"], r["timing"])].append(r)
+    if not spec.get("cudagraph"):
+        for provider, timing in list(series):
+            if timing == "cudagraph" and (provider, "do_bench") in series:
+                del series[(provider, timing)]
+    return series
 
 
 def draw(data: results.Results, bench: str) -> bytes:
@@ -49,17 +73,16 @@ def draw(data: results.Results, bench: str) -> bytes:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     rows = [r for r in data.rows if r["bench"] == bench]
     spec = data.specs.get(bench, {})
     meta = data.meta[rows[0]["example"]]
-    metric = rows[0]["metric"]
+    metric = spec.get("metric") or rows[0]["metric"]
     labels = list(dict.fromkeys(r["x"] for r in rows))  # in measurement order
     numeric = all(_is_number(x) for x in labels)
     position = {x: (float(x) if numeric else i) for i, x in enumerate(labels)}
-    series: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
-    for r in rows:
-        series[(r["provider"], r["timing"])].append((position[r["x"]], r["value"]))
+    series = _series(rows, spec)
 
     plt.rcParams.update({
         "svg.hashsalt": "triton-in-tiles",
@@ -73,42 +96,70 @@ def draw(data: results.Results, bench: str) -> bytes:
     fig.patch.set_alpha(0.0)
     ax.set_facecolor("none")
     providers = sorted({p for p, _ in series}, key=lambda p: (p != "triton" and not p.startswith("triton"), p))
+    styles = {"do_bench": "-", "cudagraph": "--"}
+    any_host_bound = any_spread = False
     for i, provider in enumerate(providers):
-        for timing, style in (("do_bench", "-"), ("cudagraph", "--")):
-            pts = sorted(series.get((provider, timing), []))
-            if not pts:
-                continue
-            label = provider if timing == "do_bench" else f"{provider} (CUDA graph)"
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", markersize=3.5,
-                    color=provider_color(provider, i), label=label, linewidth=1.6)
+        color = provider_color(provider, i)
+        timings = sorted({t for p, t in series if p == provider}, key=lambda t: (t != "do_bench", t))
+        for timing in timings:
+            pts = sorted(series[(provider, timing)], key=lambda r: position[r["x"]])
+            xs = [position[r["x"]] for r in pts]
+            ys = [r["value"] for r in pts]
+            if len(timings) == 1:  # one series: the provider's name says it all
+                label, style = provider, "-"
+            else:
+                label = provider if timing == "do_bench" else f"{provider} ({TIMING_NAMES.get(timing, timing)})"
+                style = styles.get(timing, "-.")
+            ax.plot(xs, ys, style, color=color, label=label, linewidth=1.6)
+            host_bound = [r.get("host_bound") is True for r in pts]
+            any_host_bound |= any(host_bound)
+            for hollow in (False, True):
+                pick = [(x, y) for x, y, h in zip(xs, ys, host_bound, strict=True) if h == hollow]
+                if pick:
+                    ax.plot([p[0] for p in pick], [p[1] for p in pick], marker="o", markersize=4.5 if hollow else 3.5,
+                            color=color, markerfacecolor="none" if hollow else color, markeredgewidth=1.2,
+                            linestyle="none")
+            wide = [(x, y) for x, y, r in zip(xs, ys, pts, strict=True)
+                    if (r.get("spread") or 0.0) > results.SPREAD_FLAG]
+            if wide:
+                any_spread = True
+                ax.plot([p[0] for p in wide], [p[1] for p in wide], marker="x", markersize=8, color=INK,
+                        markeredgewidth=1.4, linestyle="none")
+    handles, names = ax.get_legend_handles_labels()
     if spec.get("ceiling"):
         name, value = data.ceiling(bench)
-        ax.axhline(value, color=INK, linestyle=":", linewidth=1.2,
-                   label=f"measured ceiling ({'copy' if name == 'copy' else 'cuBLAS ' + name} 8192³)"
-                   if name != "copy" else "measured ceiling (device copy)")
+        handles.append(ax.axhline(value, color=INK, linestyle=":", linewidth=1.2))
+        names.append(f"measured ceiling (cuBLAS {name} 8192³)" if name != "copy" else "measured ceiling (device copy)")
+    if any_host_bound:
+        handles.append(Line2D([], [], marker="o", markerfacecolor="none", color=INK, linestyle="none"))
+        names.append(f"hollow: host-bound (do_bench > {results.HOST_BOUND_RATIO:.2f}× graph time)")
+    if any_spread:
+        handles.append(Line2D([], [], marker="x", color=INK, linestyle="none", markeredgewidth=1.4))
+        names.append(f"×: spread over passes > {100 * results.SPREAD_FLAG:.0f}%")
     xs = sorted(position.values())
     if not numeric:
         ax.set_xticks(xs, labels, fontsize=8)
         ax.set_xlim(xs[0] - 0.5, xs[-1] + 0.5)
     elif len(xs) > 2 and xs[-1] / max(xs[0], 1.0) > 16:
         ax.set_xscale("log", base=2)
-    ax.set_xlabel(rows[0]["x_name"])
+    ax.set_xlabel(spec.get("x_name") or rows[0]["x_name"])
     ax.set_ylabel(metric)
     ax.set_ylim(bottom=0)
     ax.grid(True, color=INK, alpha=0.25, linewidth=0.6)
     ax.set_title(spec.get("title", bench), color=INK)
-    ax.legend(fontsize=8, frameon=False, loc="best")
-    fig.text(0.01, 0.01, caption(meta), fontsize=6.5, color=INK)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    ax.legend(handles, names, fontsize=8, frameon=False, loc="best")
+    text = caption(meta, graph_shown=any(t == "cudagraph" for _, t in series), timings={t for _, t in series})
+    fig.text(0.01, 0.01, text, fontsize=6.5, color=INK)
+    fig.tight_layout(rect=(0, 0.025 * (text.count("\n") + 1) + 0.01, 1, 1))
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return buf.getvalue()
 
 
-def draw_all(results_dir: Path, out_dir: Path, write=None) -> list[Path]:
-    """Draw every bench found under ``results_dir``; return the SVG paths."""
-    data = results.load(results_dir)
+def draw_all(results_dir: Path, out_dir: Path, write=None, data: results.Results | None = None) -> list[Path]:
+    """Draw every bench found under ``results_dir`` (or in ``data``, already loaded); return the SVG paths."""
+    data = results.load(results_dir) if data is None else data
     out_dir = Path(out_dir)
     paths = []
     for bench in sorted({r["bench"] for r in data.rows}):

@@ -3,46 +3,115 @@
 Layout (written by ``scripts/bench.py`` on a CUDA machine)::
 
     benchmarks/results/<gpu>/<example>.csv        one row per (bench, x, provider, timing)
-    benchmarks/results/<gpu>/<example>.meta.json  GPU, versions, date, method, ceilings of that run
+    benchmarks/results/<gpu>/<example>.meta.json  GPU, versions, date, method, ceilings, peers and
+                                                  the sha256 of the example file that run measured
+
+Titles, axis names, metrics, ceilings and whether a plot shows the CUDA-graph series come
+from the examples' ``BENCHMARKS`` at build time (``example_specs``), not from the result
+files, so fixing a title needs no GPU run. Result files written before that carry a copy
+of the spec in their metadata: it is used only for a bench no example declares any more.
 
 Pages quote results with ``{{ bench ... }}`` expressions (see ``render_expression``);
 the MkDocs hook renders them at build time, and a missing result fails the build.
+
+``python scripts/results.py --stale`` lists the result files whose example changed since
+they were measured (or that predate provenance records); ``--strict`` makes that fail.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
+import hashlib
 import json
+import statistics
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"
+EXAMPLES_DIR = ROOT / "examples"
 GPU_DIR = "h200"  # the GPU whose results the site quotes
 
 COLUMNS = [
     "example", "bench", "x_name", "x", "provider", "timing", "metric",
-    "value", "ms_p50", "ms_p20", "ms_p80", "work",
+    "value", "ms_p50", "ms_p20", "ms_p80", "work", "host_bound", "spread",
 ]
+OLD_COLUMNS = COLUMNS[:12]  # files written before host_bound and spread existed
 CEILING_KEYS = {"copy": "copy_gbps", "fp16": "cublas_fp16_tflops", "bf16": "cublas_bf16_tflops"}
+# How a row's time was taken. do_bench: triton.testing.do_bench (CUDA events around each call, L2
+# flushed before it); cudagraph: do_bench_cudagraph (calls replayed from a CUDA graph, L2 warm);
+# host_wall: wall clock on the host; cuda_events: CUDA events around each call, L2 warm;
+# profiler: the kernel's duration as torch.profiler (CUPTI) records it.
+TIMINGS = ("do_bench", "cudagraph", "host_wall", "cuda_events", "profiler")
+SPEC_KEYS = ("name", "title", "x_name", "metric", "ceiling", "providers", "cudagraph")
+
+# A do_bench point is host-bound when its time exceeds the CUDA-graph time of the same point by
+# more than HOST_BOUND_RATIO and it is shorter than HOST_BOUND_MAX_MS. Justified from the H200 files
+# of 2026-11-30 (121 points timed both ways): at do_bench >= 0.2 ms the two timings agree within
+# 0.93-1.06 (47 points: L2 flush, event placement), so a gap above 10% is more than the methods'
+# own difference; below 0.2 ms, 55 of 74 points exceed 1.10 (1.2x to 10x: launch cost). Above
+# 0.2 ms a host cost cannot show: do_bench's L2 flush (~70 us) and the kernel itself give the host
+# more time to queue the next launch than the costliest launcher measured on the site needs
+# (0.19 ms per call, a custom_op).
+HOST_BOUND_RATIO = 1.10
+HOST_BOUND_MAX_MS = 0.2
+SPREAD_FLAG = 0.05  # a point whose passes differ by more than 5% is flagged on its plot
 
 
 class ResultError(LookupError):
     """A quoted result that the data does not hold."""
 
 
+# --- pure arithmetic, shared by the runner, the plots and compare_runs ----------------------------
+
+def median(values) -> float:
+    return float(statistics.median(values))
+
+
+def spread(values) -> float | None:
+    """max / min - 1 over the passes of one point (None with fewer than two passes)."""
+    values = [float(v) for v in values]
+    if len(values) < 2 or min(values) <= 0:
+        return None
+    return max(values) / min(values) - 1.0
+
+
+def is_host_bound(do_bench_ms: float, graph_ms: float | None) -> bool | None:
+    """Whether a do_bench time is dominated by launch cost rather than by the kernel
+    (None: no CUDA-graph time to compare with)."""
+    if graph_ms is None or graph_ms <= 0:
+        return None
+    return do_bench_ms / graph_ms > HOST_BOUND_RATIO and do_bench_ms < HOST_BOUND_MAX_MS
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# --- loading -------------------------------------------------------------------------------------
+
 @dataclass
 class Results:
     rows: list[dict] = field(default_factory=list)
     meta: dict[str, dict] = field(default_factory=dict)  # example -> metadata of its run
     specs: dict[str, dict] = field(default_factory=dict)  # bench -> its spec (title, ceiling, ...)
+    folder: Path | None = None  # where the files were read from
 
-    def find(self, bench: str, x, provider: str, timing: str = "do_bench") -> dict:
-        for row in self.rows:
-            if (row["bench"] == bench and str(row["x"]) == str(x) and row["provider"] == provider
-                    and row["timing"] == timing):
-                return row
-        raise ResultError(f"no result for bench={bench} x={x} provider={provider} timing={timing}")
+    def find(self, bench: str, x, provider: str, timing: str | None = None) -> dict:
+        """The row of one point. Without a timing: its do_bench row, else its only row."""
+        hits = [r for r in self.rows
+                if r["bench"] == bench and str(r["x"]) == str(x) and r["provider"] == provider]
+        if timing is not None:
+            hits = [r for r in hits if r["timing"] == timing]
+        elif len(hits) > 1:
+            hits = [r for r in hits if r["timing"] == "do_bench"]
+        if len(hits) == 1:
+            return hits[0]
+        what = f"bench={bench} x={x} provider={provider} timing={timing or 'do_bench'}"
+        raise ResultError(f"no result for {what}" if not hits else f"several results for {what}")
 
     def example_of(self, bench: str) -> str:
         for row in self.rows:
@@ -59,25 +128,138 @@ class Results:
         key = CEILING_KEYS[spec["ceiling"]]
         return spec["ceiling"], float(meta["ceilings"][key])
 
+    def csv_path(self, example: str) -> str:
+        folder = self.folder if self.folder is not None else RESULTS_DIR / GPU_DIR
+        path = Path(folder) / f"{example}.csv"
+        try:
+            return path.relative_to(ROOT).as_posix()
+        except ValueError:
+            return path.as_posix()
 
-def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR) -> Results:
-    out = Results()
+
+def _flag(text) -> bool | None:
+    text = "" if text is None else str(text).strip().lower()
+    return {"true": True, "false": False}.get(text)
+
+
+def parse_rows(fh) -> list[dict]:
+    """Rows of one CSV, old format (no host_bound, spread) or new. Old files get host_bound from
+    their do_bench/cudagraph pairs where both were timed, else None; spread None."""
+    reader = csv.DictReader(fh)
+    old = "host_bound" not in (reader.fieldnames or [])
+    rows = []
+    for row in reader:
+        for key in ("value", "ms_p50", "ms_p20", "ms_p80", "work"):
+            row[key] = float(row[key])
+        row["host_bound"] = _flag(row.get("host_bound"))
+        sp = row.get("spread")
+        row["spread"] = float(sp) if sp not in (None, "") else None
+        rows.append(row)
+    if old:
+        graph = {(r["bench"], r["x"], r["provider"]): r["ms_p50"] for r in rows if r["timing"] == "cudagraph"}
+        for r in rows:
+            if r["timing"] == "do_bench" and r["metric"] != "us":
+                r["host_bound"] = is_host_bound(r["ms_p50"], graph.get((r["bench"], r["x"], r["provider"])))
+            elif r["timing"] == "cudagraph":
+                r["host_bound"] = False
+    return rows
+
+
+def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, dict] | None = None) -> Results:
+    """Read every result file of one GPU. ``specs`` (bench -> spec, from ``example_specs``)
+    takes precedence over the copies old metadata files carry."""
     folder = Path(results_dir) / gpu
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob("*.csv")):
-        with path.open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                for key in ("value", "ms_p50", "ms_p20", "ms_p80", "work"):
-                    row[key] = float(row[key])
-                out.rows.append(row)
-    for path in sorted(folder.glob("*.meta.json")):
-        meta = json.loads(path.read_text())
-        out.meta[path.name.removesuffix(".meta.json")] = meta
-        for spec in meta.get("benchmarks", []):
-            out.specs[spec["name"]] = spec
+    out = Results(folder=folder)
+    if folder.is_dir():
+        for path in sorted(folder.glob("*.csv")):
+            with path.open(newline="") as fh:
+                out.rows += parse_rows(fh)
+        for path in sorted(folder.glob("*.meta.json")):
+            meta = json.loads(path.read_text())
+            example = path.name.removesuffix(".meta.json")
+            out.meta[example] = meta
+            for spec in meta.get("benchmarks", []):
+                out.specs[spec["name"]] = {**spec, "example": example}
+    for name, spec in (specs or {}).items():
+        out.specs[name] = {**out.specs.get(name, {}), **spec}
     return out
 
+
+_SPEC_READER = r"""
+import importlib, json, sys
+sys.path.insert(0, sys.argv[1])
+keys, out = json.loads(sys.argv[3]), {}
+for name in json.loads(sys.argv[2]):
+    mod = importlib.import_module(name)
+    for spec in list(getattr(mod, "BENCHMARKS", [])) + list(getattr(mod, "EXTRA_BENCHMARKS", [])):
+        out[spec["name"]] = {**{k: spec.get(k) for k in keys}, "example": name}
+print("SPECS " + json.dumps(out))
+"""
+
+
+def example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | None = None) -> dict[str, dict]:
+    """bench -> spec (title, x_name, metric, ceiling, providers, cudagraph, example), read from the
+    examples themselves in a child process (importing torch stays out of the caller). Cached in
+    ``cache_dir`` on the sha256 of the example files: an unchanged example costs nothing."""
+    files = sorted(p for p in Path(examples_dir).glob("*.py") if not p.name.startswith("_"))
+    if not files:
+        return {}
+    key = hashlib.sha256()
+    for p in files:
+        key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    key.update(json.dumps(SPEC_KEYS).encode())
+    cached = Path(cache_dir) / f"specs-{key.hexdigest()[:20]}.json" if cache_dir else None
+    if cached is not None and cached.exists():
+        return json.loads(cached.read_text())
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPEC_READER, str(examples_dir), json.dumps([p.stem for p in files]),
+         json.dumps(SPEC_KEYS)],
+        capture_output=True, text=True, timeout=300,
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("SPECS ")), None)
+    if proc.returncode != 0 or line is None:
+        raise ResultError(f"reading the examples' BENCHMARKS failed: {proc.stderr.strip()[-2000:]}")
+    specs = json.loads(line.removeprefix("SPECS "))
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        for old in cached.parent.glob("specs-*.json"):
+            old.unlink()
+        cached.write_text(json.dumps(specs, sort_keys=True))
+    return specs
+
+
+# --- provenance ------------------------------------------------------------------------------------
+
+@dataclass
+class Stale:
+    example: str
+    csv: str  # the result file, relative to the repository
+    date: str  # when it was measured
+    reason: str
+
+
+def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR) -> dict[str, Stale]:
+    """example -> why its results do not match the example file as it is now."""
+    out = {}
+    examples = sorted({r["example"] for r in data.rows} | set(data.meta))
+    for example in examples:
+        meta = data.meta.get(example, {})
+        src = Path(examples_dir) / f"{example}.py"
+        recorded = meta.get("source_sha256")
+        if not src.exists():
+            reason = f"examples/{example}.py no longer exists"
+        elif not recorded:
+            reason = f"measured before result files recorded the sha256 of examples/{example}.py"
+        elif recorded != sha256_of(src):
+            reason = f"examples/{example}.py changed since it was measured (sha256 {recorded[:12]}…)"
+        else:
+            continue
+        date = str(meta["date"])[:10] if meta.get("date") else "unknown date"
+        out[example] = Stale(example, data.csv_path(example), date, reason)
+    return out
+
+
+# --- page expressions ------------------------------------------------------------------------------
 
 def fmt_value(value: float, metric: str) -> str:
     if metric == "GB/s":
@@ -103,19 +285,22 @@ def render_expression(data: Results, expr: str) -> str:
     """Render one ``{{ bench ... }}`` expression.
 
     * ``meta <example> <field>``: a field of that example's run (gpu, torch, triton, date, ...)
-    * ``value <bench>@<x>:<provider> [cudagraph]``: the measured metric, e.g. ``3,998 GB/s``
-    * ``ms <bench>@<x>:<provider> [cudagraph]``: the median time in ms
-    * ``ratio <bench>@<x>:<a>/<b> [cudagraph]``: metric of a over metric of b, e.g. ``1.07×``
-    * ``pct <bench>@<x>:<provider> [cudagraph]``: percent of the bench's measured ceiling
+    * ``value <bench>@<x>:<provider> [timing]``: the measured metric, e.g. ``3,998 GB/s``
+    * ``ms <bench>@<x>:<provider> [timing]``: the median time in ms
+    * ``ratio <bench>@<x>:<a>/<b> [timing]``: metric of a over metric of b, e.g. ``1.07×``
+    * ``pct <bench>@<x>:<provider> [timing]``: percent of the bench's measured ceiling
+    * ``spread <bench>@<x>:<provider> [timing]``: max / min - 1 over the run's passes, e.g. ``1.2%``
     * ``ceiling <bench>``: the ceiling the bench is measured against, e.g. ``4,270 GB/s``
     * ``ridge <flops bench> <bytes bench>``: roofline ridge point, ceiling FLOP/s over ceiling bytes/s
+
+    ``timing`` is one of ``TIMINGS``; without it a point's do_bench row is used (or its only row).
     """
     parts = expr.split()
     if not parts:
         raise ResultError("empty expression")
     kind, args = parts[0], parts[1:]
-    timing = "do_bench"
-    if args and args[-1] in ("cudagraph", "do_bench"):
+    timing = None
+    if args and args[-1] in TIMINGS:
         timing = args.pop()
     if kind == "meta":
         if len(args) != 2:
@@ -156,10 +341,96 @@ def render_expression(data: Results, expr: str) -> str:
     if kind == "pct":
         _, ceiling = data.ceiling(bench)
         return f"{100 * row['value'] / ceiling:.0f}%"
-    raise ResultError(f"unknown kind {kind!r} (meta, value, ms, ratio, pct, ceiling)")
+    if kind == "spread":
+        if row.get("spread") is None:
+            raise ResultError(f"{bench}@{x}:{provider} has no spread (a single-pass or old-format result)")
+        return f"{100 * row['spread']:.1f}%"
+    raise ResultError(f"unknown kind {kind!r} (meta, value, ms, ratio, pct, spread, ceiling, ridge)")
+
+
+def repeatability_table(data: Results) -> str:
+    """Per bench: how many passes, how far the passes of its points spread, how many are host-bound."""
+    rows = ["| benchmark | passes | points | median spread | largest spread | spread > 5% | host-bound |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for bench in sorted({r["bench"] for r in data.rows}, key=lambda b: (data.specs.get(b, {}).get("title") or b)):
+        pts = [r for r in data.rows if r["bench"] == bench and r["timing"] != "cudagraph"]
+        meta = data.meta.get(pts[0]["example"], {}) if pts else {}
+        title = data.specs.get(bench, {}).get("title") or bench
+        spreads = [(r["spread"], r) for r in pts if r.get("spread") is not None]
+        known = [r for r in pts if r.get("host_bound") is not None]
+        host_bound = sum(1 for r in known if r["host_bound"]) if known else "–"
+        if not spreads:
+            rows.append(f"| {title} | {meta.get('passes', 1)} | {len(pts)} | – | – | – | {host_bound} |")
+            continue
+        worst, at = max(spreads, key=lambda s: s[0])
+        flagged = sum(1 for s, _ in spreads if s > SPREAD_FLAG)
+        rows.append(
+            f"| {title} | {meta.get('passes', '?')} | {len(pts)} | {100 * median([s for s, _ in spreads]):.1f}% "
+            f"| {100 * worst:.1f}% ({at['x_name']} = {at['x']}, {at['provider']}) | {flagged} | {host_bound} |")
+    return "\n".join(rows)
+
+
+def host_bound_evidence(data: Results) -> str:
+    """One paragraph: how do_bench and CUDA-graph times of the same points compare in these files,
+    above and below HOST_BOUND_MAX_MS (the evidence for the host-bound margin)."""
+    graph = {(r["bench"], r["x"], r["provider"]): r["ms_p50"] for r in data.rows if r["timing"] == "cudagraph"}
+    pairs = [(r["ms_p50"], r["ms_p50"] / graph[k]) for r in data.rows
+             if r["timing"] == "do_bench" and r["metric"] != "us"
+             and (k := (r["bench"], r["x"], r["provider"])) in graph and graph[k] > 0]
+    if not pairs:
+        raise ResultError("no point is timed both with do_bench and with a CUDA graph")
+    cut = f"{1e3 * HOST_BOUND_MAX_MS:.0f} µs"
+    long = sorted(ratio for ms, ratio in pairs if ms >= HOST_BOUND_MAX_MS)
+    short = [ratio for ms, ratio in pairs if ms < HOST_BOUND_MAX_MS]
+    over = sorted(ratio for ratio in short if ratio > HOST_BOUND_RATIO)
+    text = f"Of the {len(pairs)} points in these files timed both ways, "
+    if long:
+        text += (f"the {len(long)} whose do_bench time is at least {cut} have do_bench / graph between "
+                 f"{long[0]:.2f} and {long[-1]:.2f}")
+    else:
+        text += f"none takes {cut} or more"
+    text += f"; of the {len(short)} shorter ones, {len(over)} exceed {HOST_BOUND_RATIO:.2f}"
+    if over:
+        text += f" (up to {over[-1]:.1f}×)"
+    return text + "."
+
+
+def provenance_table(data: Results, stale: dict[str, Stale]) -> str:
+    """Per result file: when it was measured, from which commit, and whether it matches its example."""
+    rows = ["| result file | measured | commit | matches its example |", "| --- | --- | --- | --- |"]
+    for example in sorted(set(data.meta) | {r["example"] for r in data.rows}):
+        meta = data.meta.get(example, {})
+        dirty = meta.get("source_dirty", meta.get("git_dirty"))  # the example file itself, where recorded
+        commit = str(meta.get("git_commit", "–"))[:10] + (" (uncommitted changes)" if dirty else "")
+        match = f"**no**: {stale[example].reason}" if example in stale else "yes"
+        rows.append(f"| `{data.csv_path(example)}` | {str(meta.get('date', '–'))[:10]} | {commit} | {match} |")
+    return "\n".join(rows)
 
 
 def to_json(data: Results) -> bytes:
     """Every row and every run's metadata, for the widgets (stable bytes for stable data)."""
     payload = {"rows": data.rows, "meta": data.meta}
     return (json.dumps(payload, sort_keys=True, indent=1) + "\n").encode()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Query the committed benchmark results.")
+    parser.add_argument("--stale", action="store_true",
+                        help="list the result files whose example changed since they were measured")
+    parser.add_argument("--strict", action="store_true", help="with --stale: exit 1 when any is stale")
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (holds <gpu>/)")
+    parser.add_argument("--gpu", default=GPU_DIR)
+    args = parser.parse_args(argv)
+    if not args.stale:
+        parser.error("nothing to do (use --stale)")
+    data = load(args.results, args.gpu)
+    stale = stale_results(data)
+    for s in stale.values():
+        print(f"STALE {s.csv} (measured {s.date}): {s.reason}")
+    print(f"{len(stale)} of {len(set(data.meta) | {r['example'] for r in data.rows})} result files "
+          f"in {data.csv_path('x').rsplit('/', 1)[0]} are stale")
+    return 1 if stale and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

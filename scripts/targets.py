@@ -33,11 +33,19 @@ class Check:
         return f"{100 * value:.1f}%" if self.unit == "% of ceiling" else f"{value:.3f}×"
 
 
-def _value(data: results.Results, bench: str, x, provider: str, timing: str = "do_bench") -> float | None:
+def _row(data: results.Results, bench: str, x, provider: str, timing: str = "do_bench") -> dict | None:
     try:
-        return data.find(bench, x, provider, timing)["value"]
+        return data.find(bench, x, provider, timing)
     except results.ResultError:
         return None
+
+
+def _value(data: results.Results, bench: str, x, provider: str, timing: str = "do_bench") -> float | None:
+    row = _row(data, bench, x, provider, timing)
+    return None if row is None else row["value"]
+
+
+HOST_BOUND_NOTE = "*host-bound: launch cost, not kernel time*"
 
 
 def _fraction_of_ceiling(data, bench, x, provider, timing="do_bench") -> float | None:
@@ -142,6 +150,8 @@ def summary_table(data: results.Results) -> str:
         frac = _fraction_of_ceiling(data, bench, last_x, best["provider"])
         pct = f"{100 * frac:.0f}%" if frac is not None else "–"
         value = results.fmt_value(best["value"], best["metric"])
+        if best.get("host_bound"):
+            value += f" <br><small>{HOST_BOUND_NOTE}</small>"
         point = f"{best['x_name']} = {last_x}"
         rows.append(f"| {spec.get('title', bench)} | {point} | {value} ({best['provider']}) | {pct} |")
     return "\n".join(rows)
@@ -153,10 +163,12 @@ def winners_table(data: results.Results, bench: str, providers: list[str], timin
     rows = [f"| {x_name} | fastest | margin over the next |", "| --- | --- | --- |"]
     xs = list(dict.fromkeys(r["x"] for r in data.rows if r["bench"] == bench))
     for x in xs:
-        vals = sorted(((v, p) for p in providers if (v := _value(data, bench, x, p, timing)) is not None), reverse=True)
+        found = [r for p in providers if (r := _row(data, bench, x, p, timing)) is not None]
+        vals = sorted(((r["value"], r["provider"]) for r in found), reverse=True)
         if len(vals) < 2:
             continue
-        rows.append(f"| {x} | {vals[0][1]} | {vals[0][0] / vals[1][0]:.2f}× over {vals[1][1]} |")
+        note = f" <br><small>{HOST_BOUND_NOTE}</small>" if any(r.get("host_bound") for r in found) else ""
+        rows.append(f"| {x} | {vals[0][1]} | {vals[0][0] / vals[1][0]:.2f}× over {vals[1][1]}{note} |")
     if len(rows) == 2:
         raise results.ResultError(f"no points of {bench} with two of {providers}")
     return "\n".join(rows)

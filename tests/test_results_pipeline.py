@@ -1,20 +1,26 @@
 """The benchmark pipeline without a GPU: the runner's code path under the interpreter
-(every check, no timing), and the result files -> plots -> quoted numbers chain."""
+(every check, no timing), the runner's GPU path with fake clocks (passes, peers, rows),
+the arithmetic of spread and host-bound, and the result files -> plots -> quoted numbers
+-> stale notices -> run comparison chain."""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import importlib.util
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench  # noqa: E402  (scripts/bench.py)
+import compare_runs  # noqa: E402
 import plots  # noqa: E402
 import results  # noqa: E402
 
@@ -58,6 +64,170 @@ def test_bench_specs_are_complete():
     assert len(names) == len(set(names)), "bench names must be unique across the site"
 
 
+def _compile_points():
+    for name in bench.example_names():
+        for spec in __import__(name).BENCHMARKS:
+            for provider in spec["providers"]:
+                if "compile" in provider and spec["tiny_x_vals"]:
+                    yield pytest.param(name, spec, provider, id=f"{spec['name']}:{provider}")
+
+
+@pytest.mark.parametrize(("name", "spec", "provider"), list(_compile_points()))
+def test_compiled_peers_are_left_to_the_runner(name, spec, provider, monkeypatch):
+    """A torch.compile peer hands the runner the uncompiled function and its inputs (the runner
+    compiles it per shape, static); its own `fn` compiles afresh too, never a shared object."""
+    built = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: built.append((fn, kw)) or fn)
+    mod = __import__(name)
+    x = spec["tiny_x_vals"][-1]
+    cases = [mod.bench_case(spec["name"], provider, x, device=DEVICE, **spec.get("args", {})) for _ in range(2)]
+    for case in cases:
+        assert callable(case["compile"]) and isinstance(case["inputs"], tuple)
+        bench.check_output(case["compile"](*case["inputs"]), case["ref"](), case["rtol"], case["atol"])
+        case["fn"]()
+    assert len(built) == 2 and all(kw.get("dynamic") is False for _, kw in built)
+    assert built[0][1] == {"dynamic": False, **cases[0]["compile_options"]}
+
+
+# --- the runner's GPU path, with fake clocks ------------------------------------------------------
+
+def _fake_example(calls: list[str]) -> types.ModuleType:
+    """An example whose providers log their calls: 'a' (eager) and a torch.compile peer, plus a
+    host-side ('us') bench and measure_rows."""
+    mod = types.ModuleType("fake_bench_example")
+
+    def peer(t):
+        calls.append("torch.compile")
+        return t * 2
+
+    def bench_case(name, provider, x, device=None):
+        t = torch.arange(float(x))
+        if provider == "torch.compile":
+            return {"fn": None, "compile": peer, "inputs": (t,), "compile_options": {},
+                    "ref": lambda: t * 2, "work": 8.0 * x, "rtol": 0, "atol": 0}
+
+        def fn():
+            calls.append(provider)
+            return t * 2
+
+        return {"fn": fn, "ref": lambda: t * 2, "work": 8.0 * x, "rtol": 0, "atol": 0}
+
+    mod.BENCHMARKS = [
+        {"name": "fake_gbps", "title": "t", "x_name": "n", "x_vals": [4, 8], "tiny_x_vals": [4],
+         "providers": ["a", "torch.compile"], "metric": "GB/s", "ceiling": None, "args": {}},
+        {"name": "fake_us", "title": "t", "x_name": "n", "x_vals": [4], "tiny_x_vals": [4],
+         "providers": ["a"], "metric": "us", "ceiling": None, "args": {}},
+    ]
+    mod.bench_case = bench_case
+    mod.measured = iter([1.0, 3.0, 2.0])
+    mod.measure_rows = lambda device=None: [{
+        "bench": "fake_extra", "x_name": "n", "x": 1, "provider": "clock", "timing": "cuda_events",
+        "metric": "us", "value": 1e3 * (v := next(mod.measured)), "ms_p50": v, "ms_p20": v, "ms_p80": v,
+        "work": 0, "host_bound": None, "spread": None}]
+    return mod
+
+
+def test_runner_gpu_path_with_fake_clocks(monkeypatch):
+    calls: list[str] = []
+    mod = _fake_example(calls)
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.compiler, "reset", lambda: events.append("reset"))
+
+    def fake_compile(fn, **kw):
+        events.append(("compile", kw))
+        return fn
+
+    monkeypatch.setattr(torch, "compile", fake_compile)
+    timed = []
+    # do_bench per pass: 'a' 10, 12, 11 us (graph 5 us: host-bound); peer 300, 306, 303 us (graph 290)
+    device_ms = {"a": [0.010, 0.012, 0.011], "torch.compile": [0.300, 0.306, 0.303]}
+    graph_ms = {"a": 0.005, "torch.compile": 0.290}
+
+    def fake_do_bench(fn):
+        fn()
+        provider = calls[-1]
+        timed.append(provider)
+        ms = device_ms[provider][(timed.count(provider) - 1) % 3]  # the same three passes at each x
+        return ms, 0.9 * ms, 1.1 * ms
+
+    def fake_graph(fn):
+        fn()
+        return (graph_ms[calls[-1]],) * 3
+
+    monkeypatch.setattr(bench, "time_do_bench", fake_do_bench)
+    monkeypatch.setattr(bench, "time_graph", fake_graph)
+    monkeypatch.setattr(bench, "time_host", lambda fn, per=1: (fn(), (0.02, 0.019, 0.021))[1])
+    peers: dict = {}
+    rows, failures = bench.run_example(mod.__name__, torch.device("cpu"), tiny=False, passes=3, peers=peers)
+    assert failures == []
+    # interleaved: for each x, pass 1 over both providers, then pass 2, then pass 3
+    assert timed == ["a", "torch.compile"] * 6
+    # one dynamo reset and one static compile per x
+    assert events == ["reset", ("compile", {"dynamic": False})] * 2
+    assert "dynamic=False" in peers["fake_gbps"]["torch.compile"] and "reset" in peers["fake_gbps"]["torch.compile"]
+    by = {(r["bench"], r["x"], r["provider"], r["timing"]): r for r in rows}
+    a = by[("fake_gbps", 8, "a", "do_bench")]
+    assert a["ms_p50"] == "0.011" and a["value"] == pytest.approx(64 / 0.011 / 1e6, abs=1e-3)
+    assert a["spread"] == "0.2000" and a["host_bound"] == "true"
+    peer = by[("fake_gbps", 8, "torch.compile", "do_bench")]
+    assert peer["ms_p50"] == "0.303" and peer["spread"] == "0.0200" and peer["host_bound"] == "false"
+    assert by[("fake_gbps", 8, "a", "cudagraph")]["host_bound"] == "false"
+    host = by[("fake_us", 4, "a", "host_wall")]
+    assert host["value"] == 20.0 and host["host_bound"] == "" and host["spread"] == "0.0000"
+    assert not any(r["timing"] == "do_bench" and r["metric"] == "us" for r in rows)
+    extra = by[("fake_extra", 1, "clock", "cuda_events")]  # measure_rows, once per pass, merged
+    assert extra["value"] == 2000.0 and extra["spread"] == "2.0000"
+
+
+def test_runner_records_no_graph_time_for_an_uncapturable_call(monkeypatch):
+    calls: list[str] = []
+    mod = _fake_example(calls)
+    mod.BENCHMARKS = mod.BENCHMARKS[:1]
+    del mod.measure_rows
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.compiler, "reset", lambda: None)
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)
+    monkeypatch.setattr(bench, "time_do_bench", lambda fn: (0.01, 0.01, 0.01))
+
+    def no_capture(fn):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(bench, "time_graph", no_capture)
+    rows, failures = bench.run_example(mod.__name__, torch.device("cpu"), tiny=False, passes=3)
+    assert failures == [] and {r["timing"] for r in rows} == {"do_bench"}
+    assert all(r["host_bound"] == "" for r in rows)  # unknown without a graph time
+
+
+# --- arithmetic ------------------------------------------------------------------------------------
+
+def test_spread_and_host_bound_arithmetic():
+    assert results.spread([1.0, 1.2, 1.1]) == pytest.approx(0.2)
+    assert results.spread([2.0]) is None
+    assert results.median([3.0, 1.0, 2.0]) == 2.0
+    assert results.is_host_bound(0.011, 0.005) is True  # launch-dominated
+    assert results.is_host_bound(0.0105, 0.010) is False  # within the margin
+    assert results.is_host_bound(0.5, 0.4) is False  # too long for launch cost to show
+    assert results.is_host_bound(0.011, None) is None
+
+
+def test_point_rows_median_spread_and_flags():
+    base = {"example": "e", "bench": "b", "x_name": "n", "x": 1, "provider": "p"}
+    rows = bench.point_rows(base, "TFLOP/s", 2e9, {
+        "do_bench": [(1.0, 0.9, 1.1), (1.02, 0.95, 1.2), (0.99, 0.9, 1.0)],
+        "cudagraph": [(0.98, 0.98, 0.98), (0.97, 0.97, 0.97), (0.99, 0.99, 0.99)],
+    })
+    db, cg = rows
+    assert (db["timing"], cg["timing"]) == ("do_bench", "cudagraph")
+    assert db["ms_p50"] == "1" and db["value"] == 2.0 and db["ms_p20"] == "0.9" and db["ms_p80"] == "1.1"
+    assert db["spread"] == f"{1.02 / 0.99 - 1:.4f}" and db["host_bound"] == "false"
+    assert cg["ms_p50"] == "0.98" and cg["host_bound"] == "false"
+    (only,) = bench.point_rows(base, "GB/s", 1e6, {"do_bench": [(0.001, 0.001, 0.001)]})
+    assert only["host_bound"] == "" and only["spread"] == ""  # one pass, no graph: unknown
+
+
 # --- result files -> plots -> numbers ----------------------------------------------------------
 
 META = {
@@ -72,18 +242,91 @@ META = {
 
 
 def write_synthetic(folder: Path) -> None:
+    """An old-format result file (no host_bound, spread) with old-style metadata."""
     folder.mkdir(parents=True)
     rows = []
     for x in (1024, 4096):
         for provider, value in (("triton", 900.0), ("torch", 600.0)):
             rows.append(["ex", "b_num", "n", x, provider, "do_bench", "GB/s", value, 1, 1, 1, 1])
-    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "do_bench", "TFLOP/s", 450.0, 1, 1, 1, 1])
-    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "cudagraph", "TFLOP/s", 480.0, 1, 1, 1, 1])
+    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "do_bench", "TFLOP/s", 450.0, 0.05, 1, 1, 1])
+    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "cudagraph", "TFLOP/s", 480.0, 0.02, 1, 1, 1])
     with (folder / "ex.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(results.COLUMNS)
+        w.writerow(results.OLD_COLUMNS)
         w.writerows(rows)
     (folder / "ex.meta.json").write_text(json.dumps(META))
+
+
+def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None = "0" * 64, passes: int = 3) -> None:
+    """A result file as scripts/bench.py writes it now."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "nx.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=results.COLUMNS, lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({"example": "nx", "x_name": "n", "metric": "GB/s", "ms_p20": r["ms_p50"],
+                        "ms_p80": r["ms_p50"], "work": 1e6, **r})
+    meta = {k: v for k, v in META.items() if k not in ("benchmarks", "method")}
+    meta.update({"method": "new", "passes": passes, "source_sha256": source_sha256, "git_commit": "abc123",
+                 "git_dirty": False, "peers": {}})
+    (folder / "nx.meta.json").write_text(json.dumps(meta))
+
+
+def _row(bench_name, x, provider, timing, ms, host_bound="", spread="0.0100"):
+    return {"bench": bench_name, "x": x, "provider": provider, "timing": timing, "ms_p50": ms,
+            "metric": "us" if timing == "host_wall" else "GB/s",
+            "value": 1e3 * ms if timing == "host_wall" else round(1e6 / ms / 1e6, 3),
+            "host_bound": host_bound, "spread": spread}
+
+
+NEW_ROWS = [
+    _row("n_b", 1, "triton", "do_bench", 0.011, "true", "0.0300"),
+    _row("n_b", 1, "triton", "cudagraph", 0.004, "false", "0.0100"),
+    _row("n_b", 2, "triton", "do_bench", 0.500, "false", "0.0800"),
+    _row("n_b", 2, "triton", "cudagraph", 0.490, "false", "0.0100"),
+]
+
+
+def test_old_format_files_still_load_and_render(tmp_path):
+    write_synthetic(tmp_path / "res" / "h200")
+    data = results.load(tmp_path / "res")
+    lab = data.find("b_lab", "40x30x20", "triton")
+    assert lab["timing"] == "do_bench" and lab["host_bound"] is True  # 0.05 ms vs 0.02 ms in the graph
+    assert data.find("b_lab", "40x30x20", "triton", "cudagraph")["host_bound"] is False
+    assert data.find("b_num", 1024, "torch")["host_bound"] is None  # no graph time: unknown
+    assert all(r["spread"] is None for r in data.rows)
+    table = results.repeatability_table(data)
+    assert "| numeric x | 1 | 4 | – | – | – | – |" in table
+    with pytest.raises(results.ResultError, match="no spread"):
+        results.render_expression(data, "spread b_num@1024:triton")
+
+
+def test_new_format_columns_round_trip(tmp_path):
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS)
+    data = results.load(tmp_path / "res", specs={"n_b": {"title": "from the example", "x_name": "n",
+                                                          "metric": "GB/s", "ceiling": "copy", "cudagraph": True}})
+    short = data.find("n_b", 1, "triton")
+    assert short["host_bound"] is True and short["spread"] == pytest.approx(0.03)
+    assert results.render_expression(data, "spread n_b@2:triton") == "8.0%"
+    assert results.render_expression(data, "ms n_b@1:triton cudagraph") == "0.004 ms"
+    table = results.repeatability_table(data)
+    assert "| from the example | 3 | 2 | 5.5% | 8.0% (n = 2, triton) | 1 | 1 |" in table
+
+
+def test_plots_mark_host_bound_and_spread_and_take_titles_from_the_spec(tmp_path):
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS)
+    spec = {"title": "Title from the example", "x_name": "n", "metric": "GB/s", "ceiling": "copy"}
+    data = results.load(tmp_path / "res", specs={"n_b": {**spec, "cudagraph": False}})
+    svg = plots.draw(data, "n_b").decode()
+    assert "Title from the example" in svg and "hollow: host-bound" in svg and "spread over passes" in svg
+    assert "CUDA graph" not in svg  # the graph partner is drawn only where the spec asks for it
+    data = results.load(tmp_path / "res", specs={"n_b": {**spec, "cudagraph": True}})
+    svg = plots.draw(data, "n_b").decode()
+    assert "triton (CUDA graph)" in svg and "median of 3 interleaved passes" in svg
+    calm = [{**r, "host_bound": "false", "spread": "0.0100"} for r in NEW_ROWS]
+    write_new_format(tmp_path / "calm" / "h200", calm)
+    svg = plots.draw(results.load(tmp_path / "calm"), "n_b").decode()
+    assert "hollow: host-bound" not in svg and "spread over passes" not in svg
 
 
 def test_plots_are_byte_identical_and_captioned(tmp_path):
@@ -104,29 +347,160 @@ def test_quoted_numbers_render_from_data(tmp_path):
     assert r(data, "pct b_num@1024:torch") == "60%"
     assert r(data, "ceiling b_lab") == "500 TFLOP/s"
     assert r(data, "value b_lab@40x30x20:triton cudagraph") == "480 TFLOP/s"
+    assert r(data, "value b_lab@40x30x20:triton") == "450 TFLOP/s"  # do_bench when both exist
     assert r(data, "meta ex gpu") == "Test GPU"
     assert r(data, "ridge b_lab b_num") == "500 FLOP/byte"
-    for bad in ("value b_num@8:triton", "value nope@1:triton", "meta ex nope", "frobnicate b_num@1:x", ""):
+    for bad in ("value b_num@8:triton", "value nope@1:triton", "meta ex nope", "frobnicate b_num@1:x", "",
+                "value b_num@1024:triton host_wall"):
         with pytest.raises(results.ResultError):
             r(data, bad)
 
 
-def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
-    pytest.importorskip("mkdocs", reason="needs the site tools")
-    from mkdocs.exceptions import PluginError
+def test_a_row_of_another_clock_is_found_without_naming_it(tmp_path):
+    write_new_format(tmp_path / "res" / "h200", [_row("clocks", 1, "perf_counter", "host_wall", 0.05)])
+    data = results.load(tmp_path / "res")
+    assert data.find("clocks", 1, "perf_counter")["timing"] == "host_wall"
+    assert results.render_expression(data, "ms clocks@1:perf_counter host_wall") == "0.05 ms"
 
+
+def test_example_specs_come_from_the_examples_and_are_cached(tmp_path, monkeypatch):
+    ex_dir = tmp_path / "examples"
+    ex_dir.mkdir()
+    (ex_dir / "ex.py").write_text(
+        'BENCHMARKS = [{"name": "b_num", "title": "renamed in the example", "x_name": "n", "metric": "GB/s",'
+        ' "ceiling": "copy", "providers": ["triton"], "cudagraph": True}]\n')
+    specs = results.example_specs(ex_dir, cache_dir=tmp_path / "cache")
+    assert specs["b_num"]["title"] == "renamed in the example" and specs["b_num"]["example"] == "ex"
+
+    def no_child(*args, **kwargs):
+        raise AssertionError("an unchanged example must not be read again")
+
+    with monkeypatch.context() as m:  # results.subprocess is the subprocess module: patch it only here
+        m.setattr(results.subprocess, "run", no_child)
+        assert results.example_specs(ex_dir, cache_dir=tmp_path / "cache") == specs
+    write_synthetic(tmp_path / "res" / "h200")
+    data = results.load(tmp_path / "res", specs=specs)
+    assert data.specs["b_num"]["title"] == "renamed in the example"  # not the copy in the old metadata
+    assert "renamed in the example" in plots.draw(data, "b_num").decode()
+
+
+# --- provenance ----------------------------------------------------------------------------------
+
+def _examples_with(tmp_path: Path, text: str) -> tuple[Path, str]:
+    ex_dir = tmp_path / "examples"
+    ex_dir.mkdir(exist_ok=True)
+    (ex_dir / "nx.py").write_text(text)
+    return ex_dir, hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_stale_detection(tmp_path, capsys):
+    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)
+    data = results.load(tmp_path / "res")
+    assert results.stale_results(data, ex_dir) == {}
+    (ex_dir / "nx.py").write_text("x = 2\n")
+    (stale,) = results.stale_results(data, ex_dir).values()
+    assert stale.example == "nx" and stale.date == "2026-01-01" and "changed since" in stale.reason
+    assert stale.csv.endswith("h200/nx.csv")
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=None)
+    assert "before result files recorded" in results.stale_results(results.load(tmp_path / "res"), ex_dir)["nx"].reason
+    (ex_dir / "nx.py").unlink()
+    assert "no longer exists" in results.stale_results(data, ex_dir)["nx"].reason
+    # the CLI prints them and fails only when asked to
+    assert results.main(["--stale", "--results", str(tmp_path / "res")]) == 0
+    out = capsys.readouterr().out
+    assert "STALE" in out and "nx.csv (measured 2026-01-01)" in out and "1 of 1 result files" in out
+    assert results.main(["--stale", "--strict", "--results", str(tmp_path / "res")]) == 1
+
+
+def _hooks():
+    pytest.importorskip("mkdocs", reason="needs the site tools")
     spec = importlib.util.spec_from_file_location("site_hooks_r", ROOT / "scripts" / "hooks.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
+    return hooks
+
+
+class Page:
+    class file:
+        src_path = "x.md"
+
+
+def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
+    PluginError = pytest.importorskip("mkdocs.exceptions", reason="needs the site tools").PluginError
+
+    hooks = _hooks()
+    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
+    (ex_dir / "ex.py").write_text("y = 1\n")
     write_synthetic(tmp_path / "res" / "h200")
+    meta = {**META, "source_sha256": results.sha256_of(ex_dir / "ex.py")}
+    (tmp_path / "res" / "h200" / "ex.meta.json").write_text(json.dumps(meta))
     data = results.load(tmp_path / "res")
-    monkeypatch.setattr(hooks.results, "load", lambda *args: data)
-
-    class Page:
-        class file:
-            src_path = "x.md"
-
+    monkeypatch.setattr(hooks.results, "load", lambda *args, **kwargs: data)
+    monkeypatch.setattr(hooks, "EXAMPLES", ex_dir)
     out = hooks.on_page_markdown("fused: {{ bench value b_num@4096:triton }}.", Page, {}, None)
-    assert out == "fused: 900 GB/s."
+    assert out == "fused: 900 GB/s."  # the result matches its example: no notice
     with pytest.raises(PluginError, match="no result"):
         hooks.on_page_markdown("{{ bench value b_num@9:triton }}", Page, {}, None)
+
+
+def test_hook_warns_on_a_page_quoting_stale_results(tmp_path, monkeypatch):
+    hooks = _hooks()
+    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)
+    data = results.load(tmp_path / "res")
+    monkeypatch.setattr(hooks.results, "load", lambda *args, **kwargs: data)
+    monkeypatch.setattr(hooks, "EXAMPLES", ex_dir)
+    page = "# Title\n\n```python\n# not a title\n```\n\nIt takes {{ bench ms n_b@2:triton }}.\n"
+    assert hooks.on_page_markdown(page, Page, {}, None) == page.replace("{{ bench ms n_b@2:triton }}", "0.5 ms")
+    (ex_dir / "nx.py").write_text("x = 2\n")  # the example changes after its run
+    for text in (page, "# Title\n\n![plot](../assets/plots/n_b.svg)\n"):
+        out = hooks.on_page_markdown(text, Page, {}, None)
+        head, notice = out.split("\n", 1)
+        assert head == "# Title" and notice.lstrip().startswith('!!! warning "Results older than the code')
+        assert f"`{data.csv_path('nx')}` (measured 2026-01-01)" in out and "--example nx" in out
+    assert "!!! warning" not in hooks.on_page_markdown("# Other\n\nNo numbers here.\n", Page, {}, None)
+
+
+# --- comparing two runs ----------------------------------------------------------------------------
+
+def test_compare_runs_on_two_small_folders(tmp_path, capsys):
+    a = [_row("c", 1, "triton", "do_bench", 0.100), _row("c", 2, "triton", "do_bench", 0.200),
+         _row("c", 3, "triton", "do_bench", 0.030, "true"), _row("c", 4, "triton", "do_bench", 0.010),
+         _row("c", 5, "triton", "host_wall", 0.040), _row("c", 6, "triton", "cudagraph", 0.050, "false")]
+    b = [_row("c", 1, "triton", "do_bench", 0.102), _row("c", 2, "triton", "do_bench", 0.216),
+         _row("c", 3, "triton", "do_bench", 0.060, "false"), _row("c", 4, "triton", "do_bench", 0.015),
+         _row("c", 5, "triton", "host_wall", 0.080), _row("c", 6, "triton", "cudagraph", 0.047, "false"),
+         _row("c", 7, "triton", "do_bench", 0.300)]
+    for rows, name in ((a, "A"), (b, "B")):
+        write_new_format(tmp_path / name / "h200", rows)
+    rows_a, _ = compare_runs.read_run(tmp_path / "A")  # a results root: its one GPU folder is found
+    rows_b, _ = compare_runs.read_run(tmp_path / "B" / "h200")
+    c = compare_runs.compare(rows_a, rows_b)
+    assert [p.key[2] for p in c.judged] == ["1", "2", "6"]
+    assert [p.key[2] for p in c.differ] == ["2", "6"]  # +8% and -6%; +2% agrees
+    assert c.differ[0].ratio == pytest.approx(1.08)
+    assert [p.key[2] for p in c.host_bound] == ["3"]  # host-bound in run A: not judged
+    assert [p.key[2] for p in c.short] == ["4"] and [p.key[2] for p in c.host_wall] == ["5"]
+    assert [k[2] for k in c.only_b] == ["7"] and c.only_a == []
+    out = tmp_path / "report.md"
+    assert compare_runs.main([str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(out)]) == 1  # 2 differ
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    assert summary.startswith("3 kernel-time points compared") and "2 differ by more than 5%" in summary
+    assert "worst: c x=2 triton [do_bench], B/A = 1.080" in summary
+    text = out.read_text()
+    assert "# Reproduction check" in text and "| c x=2 triton [do_bench] | 0.2 | 0.216 | 1.080 |" in text
+    assert "## Only in run B" in text
+    assert compare_runs.main([str(tmp_path / "A"), str(tmp_path / "A")]) == 0
+    assert "0 differ" in capsys.readouterr().out.strip().splitlines()[-1]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="no result files"):  # a wrong path is an error, not a pass
+        compare_runs.main([str(tmp_path / "A"), str(tmp_path / "empty")])
+
+
+def test_benchmarks_page_states_the_runner_settings():
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    for needle in (f"{bench.WARMUP_MS} ms warm-up", f"{bench.REP_MS} ms", f"{bench.GRAPH_REP_MS} ms of calls",
+                   f"{round(100 * (results.HOST_BOUND_RATIO - 1))}%", f"{round(1e3 * results.HOST_BOUND_MAX_MS)} µs",
+                   "{{ bench repeatability }}", "{{ bench provenance }}", "{{ bench host_bound_evidence }}"):
+        assert needle in page, needle
