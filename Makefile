@@ -12,11 +12,12 @@ TORCH ?= torch==2.13.0
 # with one (no index asked), else from PyTorch's CPU-only index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: help install serve build test test-latest-triton lint bench-tiny clean
+.PHONY: help install serve build test test-latest-triton lint bench-tiny gpu-check clean
 
 help:
 	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
 	@echo "make test    install and run the whole verification (tests, code blocks, site, browser)"
+	@echo "make gpu-check   on a CUDA machine: every check, recorded in benchmarks/verified/<gpu>.json"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -43,6 +44,7 @@ lint: install
 # The whole verification, in the order a failure is cheapest to read.
 test: install
 	$(BIN)/ruff check .
+	$(BIN)/python scripts/results.py --stale  # result files older than their example (printed, not fatal)
 	$(BIN)/pytest -n 2 tests --ignore=tests/browser
 	$(BIN)/pytest -n 2 --codeblocks docs/
 	$(BIN)/mkdocs build --strict
@@ -61,6 +63,15 @@ test-latest-triton:
 	$(LATEST)/bin/python -m pip install -q --upgrade --no-deps triton
 	$(LATEST)/bin/python -c "import triton; print('newest triton:', triton.__version__)"
 	$(LATEST)/bin/pytest -n 2 tests --ignore=tests/browser -p no:cacheprovider
+
+# On a CUDA machine, with torch and Triton already installed for its GPU (no venv: the
+# venv above holds torch's CPU build): the whole suite in random order, the pages' code,
+# every example and the GPU property profile; the record only when nothing failed.
+# GPU_CHECK_ARGS="--runs 2" runs the suite in two random orders.
+GPU_PY ?= python3
+GPU_CHECK_ARGS ?=
+gpu-check:
+	$(GPU_PY) scripts/gpu_check.py $(GPU_CHECK_ARGS)
 
 bench-tiny: install
 	TRITON_INTERPRET=1 $(BIN)/python scripts/bench.py --tiny --all

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One batched run on the lent GPU machine (see README "On a GPU machine").
 #   bash benchmarks/gpu_run.sh STAGE [STAGE ...]
-# Stages: probes | examples | tests | codeblocks | bench:<example>[,<example>...]
-# Everything it prints and writes lands in $OUT/run.tgz (logs/ and results/).
+# Stages: probes | examples | tests | codeblocks | check | bench:<example>[,<example>...]
+# Everything it prints and writes lands in $OUT/run.tgz (logs/ and results/); the `check`
+# stage (scripts/gpu_check.py, CHECK_ARGS e.g. "--runs 2") writes its record, only when
+# nothing failed, to $OUT/verified/<gpu>.json, beside the archive.
 # The machine has no network: pure-Python wheels the tests need (pytest-codeblocks,
 # pymdown-extensions, markdown) travel in .whl/ and are installed to /tmp/site.
 set -u
@@ -39,6 +41,10 @@ for stage in "$@"; do
     codeblocks)
       timeout ${CODEBLOCKS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -n ${TESTS_WORKERS:-4} --codeblocks docs/ > "$LOG/codeblocks.txt" 2>&1
       echo "codeblocks rc=$? $(tail -1 "$LOG/codeblocks.txt")" ;;
+    check)  # CHECK_BUDGET (s): steps not finished by then fail, and nothing is recorded
+      timeout ${CHECK_TIMEOUT:-570} python3 scripts/gpu_check.py --logs "$LOG/check" --record-to "$OUT/verified" \
+        --budget ${CHECK_BUDGET:-520} -n ${TESTS_WORKERS:-8} ${CHECK_ARGS:-} > "$LOG/check.txt" 2>&1
+      echo "check rc=$?"; sed -n '/^step /,$p' "$LOG/check.txt" ;;
     bench:*)
       args=()
       IFS=',' read -ra names <<< "${stage#bench:}"

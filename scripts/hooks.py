@@ -5,7 +5,8 @@
   and redraw every benchmark plot from ``benchmarks/results``.
 * ``on_files``: add those notebooks and plots to the site.
 * ``on_page_markdown``: render ``{{ bench ... }}`` expressions from the result
-  files; an unknown or missing result fails the build.
+  files; an unknown or missing result fails the build. A page quoting a result
+  file whose example changed since it was measured gets a warning at its top.
 
 Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 """
@@ -24,6 +25,7 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import gpu_check  # noqa: E402  (scripts/gpu_check.py, standard library only)
 import plots  # noqa: E402  (scripts/plots.py)
 import results  # noqa: E402  (scripts/results.py)
 import targets  # noqa: E402  (scripts/targets.py)
@@ -118,10 +120,16 @@ def on_pre_build(config, **kwargs):
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
     for stem in stale:
         (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
-    plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed)
+    try:  # titles, axes, ceilings: from the examples' specs as they are now (no GPU run needed)
+        specs = results.example_specs(EXAMPLES, cache_dir=CACHE / "specs")
+    except results.ResultError as err:
+        raise PluginError(str(err)) from err
+    data = results.load(specs=specs)  # read once per build, used by every page
+    _BUILD["results"] = data
+    _BUILD["stale"] = results.stale_results(data, EXAMPLES)
+    plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data)
     data_dir = DATA / "assets" / "data"
-    _BUILD["results"] = results.load()  # read once per build, used by every page
-    write_if_changed(data_dir / "results.json", results.to_json(_BUILD["results"]))
+    write_if_changed(data_dir / "results.json", results.to_json(data))
     tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
     if tracer.exists():
         spec = importlib.util.spec_from_file_location("widget_data", tracer)
@@ -154,6 +162,57 @@ def all_plots(data: results.Results, assets: str) -> str:
 
 BENCH_EXPR = re.compile(r"\{\{\s*bench\s+([^}]*?)\s*\}\}")
 EXAMPLES_EXPR = re.compile(r"\{\{\s*examples\s*\}\}")
+PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")
+WHOLE_SITE = ("targets", "summary", "plots", "repeatability", "provenance", "host_bound_evidence")  # all results
+
+
+def quoted_examples(markdown: str, data: results.Results) -> set[str]:
+    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot."""
+    benches, examples = set(), set()
+    for m in BENCH_EXPR.finditer(markdown):
+        parts = m.group(1).split()
+        if not parts:
+            continue
+        if parts[0] in WHOLE_SITE:
+            return set(data.meta) | {r["example"] for r in data.rows}
+        if parts[0] == "meta" and len(parts) > 1:
+            examples.add(parts[1])
+        elif parts[0] in ("winners", "ceiling", "ridge"):
+            benches.update(parts[1:])
+        else:
+            benches.update(p.split("@", 1)[0] for p in parts[1:] if "@" in p)
+    benches.update(PLOT_REF.findall(markdown))
+    for bench in benches:
+        try:
+            examples.add(data.example_of(bench))
+        except results.ResultError:
+            pass  # an unknown bench fails the page where it is rendered
+    return examples
+
+
+def stale_notice(stale: list[results.Stale]) -> str:
+    """The warning a page gets when some of its numbers come from results older than their code."""
+    items = "\n".join(f"    * `{s.csv}` (measured {s.date}): {s.reason}." for s in stale)
+    rerun = " ".join(f"--example {s.example}" for s in stale)
+    return (
+        '!!! warning "Results older than the code they measure"\n\n'
+        "    Some numbers or plots on this page come from result files that do not match the\n"
+        "    current example (their `source_sha256` differs or is missing):\n\n"
+        f"{items}\n\n"
+        f"    They are re-measured on the GPU with `python scripts/bench.py {rerun}`.\n"
+    )
+
+
+def insert_after_title(markdown: str, block: str) -> str:
+    """Put a block right under the page's first '# ' heading (outside code fences), else on top."""
+    lines, fence = markdown.split("\n"), None
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
+        elif fence is None and line.startswith("# "):
+            return "\n".join(lines[: i + 1] + ["", block] + lines[i + 1:])
+    return block + "\n" + markdown
 
 
 def examples_table(page_path: str) -> str:
@@ -165,8 +224,18 @@ def examples_table(page_path: str) -> str:
     return "\n".join(rows)
 
 
+VERIFIED_EXPR = re.compile(r"\{\{\s*verified\s*\}\}")
+
+
+def verified_text() -> str:
+    """``{{ verified }}``: on which GPU and date the current code last passed every check,
+    from ``benchmarks/verified/*.json`` (written by ``scripts/gpu_check.py``)."""
+    return gpu_check.page_text()
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
     data = _BUILD["results"] if "results" in _BUILD else results.load()
+    stale = _BUILD["stale"] if "stale" in _BUILD else results.stale_results(data, EXAMPLES)
 
     depth = page.file.src_path.count("/")
     assets = "../" * depth + "assets/plots/"
@@ -179,6 +248,15 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
             return targets.summary_table(data)
         if expr == "plots":
             return all_plots(data, assets)
+        if expr == "repeatability":
+            return results.repeatability_table(data)
+        if expr == "provenance":
+            return results.provenance_table(data, stale)
+        if expr == "host_bound_evidence":
+            try:
+                return results.host_bound_evidence(data)
+            except results.ResultError as err:
+                raise PluginError(f"{page.file.src_path}: {{{{ bench {expr} }}}}: {err}") from err
         if expr.startswith("winners "):  # winners <bench> <provider> <provider> ... [cudagraph]
             args = expr.split()[1:]
             timing = args.pop() if args[-1] == "cudagraph" else "do_bench"
@@ -188,6 +266,9 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         except results.ResultError as err:
             raise PluginError(f"{page.file.src_path}: {{{{ bench {m.group(1)} }}}}: {err}") from err
 
+    markdown = VERIFIED_EXPR.sub(lambda m: verified_text(), markdown)
     markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path), markdown)
-    return BENCH_EXPR.sub(render, markdown)
+    old = [stale[e] for e in sorted(quoted_examples(markdown, data)) if e in stale]
+    markdown = BENCH_EXPR.sub(render, markdown)
+    return insert_after_title(markdown, stale_notice(old)) if old else markdown
 

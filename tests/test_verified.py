@@ -1,0 +1,383 @@
+"""The GPU verification record matches the code, and the logic that writes it.
+
+``scripts/gpu_check.py`` runs every check on a CUDA machine and, only when nothing failed,
+writes ``benchmarks/verified/<gpu>.json`` with the sha256 of every example and test file.
+The first tests fail when one of those files differs from the record: the code has
+changed since it last passed on a GPU. The rest check the record logic on the CPU, with
+fake results (no GPU needed).
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import types
+
+import pytest
+
+from conftest import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import gpu_check  # noqa: E402
+
+RECORDS = gpu_check.load_records()
+# While gpu_check.py runs the suite it is writing a new record: the old one cannot match.
+during_check = pytest.mark.skipif(os.environ.get(gpu_check.RUNNING_ENV) == "1",
+                                  reason="scripts/gpu_check.py is running: it writes the record checked here")
+
+
+# ----------------------------------------------------------------------------- the committed record
+@during_check
+def test_a_gpu_record_exists():
+    # Until the first complete pass on a GPU there is no record, and the README and home page say
+    # so; this test reports it as an expected failure instead of blocking every change. Once a
+    # record exists, the test below fails whenever a covered file differs from it.
+    if not RECORDS:
+        pytest.xfail(f"no GPU verification record in benchmarks/verified/ yet: {gpu_check.RERUN_HINT}")
+    assert all(record["files"] for record in RECORDS.values())
+
+
+@during_check
+def test_files_are_the_ones_that_passed_on_the_gpu():
+    current = gpu_check.file_hashes()
+    stale = []
+    for path, record in RECORDS.items():
+        diff = gpu_check.diff_files(record["files"], current)
+        if any(diff.values()):
+            stale.append(f"{path} ({record['gpu']}, {record['date']}): {gpu_check.describe_diff(diff)}")
+    assert not stale, ("files differ from the GPU verification record, so this code has not passed on a "
+                       f"GPU: {'; '.join(stale)}. To fix: {gpu_check.RERUN_HINT}")
+
+
+def test_records_are_passes():
+    for path, record in RECORDS.items():
+        assert path.endswith(f"/{record['gpu_slug']}.json"), path
+        assert record["failed"] == 0 and record["counts"]["total"]["failed"] == 0, path
+        assert all(s["status"] in ("ok", "absent") for s in record["steps"]), path
+        assert record["counts"]["tests"]["passed"] > 0 and record["seeds"] and record["files"], path
+
+
+def test_readme_says_what_the_records_say():
+    block = gpu_check.readme_block_in((ROOT / "README.md").read_text())
+    assert block == gpu_check.readme_block(RECORDS), (
+        "README.md's <!-- verified --> block differs from benchmarks/verified/: run "
+        "`python scripts/gpu_check.py --update-readme` and commit README.md")
+
+
+def test_home_page_renders_the_record():
+    assert "{{ verified }}" in (ROOT / "docs" / "index.md").read_text()
+
+
+# ----------------------------------------------------------------------------- which files a record covers
+def _touch(root, *paths):
+    for rel in paths:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f"# {rel}\n")
+
+
+def test_verified_files_lists_examples_tests_and_the_root_conftest(tmp_path):
+    _touch(tmp_path, "examples/a.py", "examples/b.py", "examples/notes.md", "examples/sub/c.py",
+           "tests/conftest.py", "tests/test_a.py", "tests/helpers/util.py", "tests/data.json",
+           "tests/browser/conftest.py", "tests/browser/test_site.py", "tests/browser/deep/x.py",
+           "conftest.py", "scripts/hooks.py", "docs/conftest.py", "setup.py")
+    assert gpu_check.verified_files(tmp_path) == [
+        "conftest.py", "examples/a.py", "examples/b.py",
+        "tests/conftest.py", "tests/helpers/util.py", "tests/test_a.py",
+    ]
+
+
+def test_verified_files_of_this_repository():
+    files = gpu_check.verified_files()
+    assert {"conftest.py", "tests/conftest.py", "tests/test_verified.py", "examples/vector_add.py"} <= set(files)
+    assert not [f for f in files if f.startswith("tests/browser/")]
+    assert {f"examples/{p.name}" for p in (ROOT / "examples").glob("*.py")} <= set(files)
+
+
+def test_hashes_and_diff_name_every_changed_added_and_removed_file(tmp_path):
+    _touch(tmp_path, "examples/a.py", "examples/b.py", "tests/test_a.py", "conftest.py")
+    recorded = gpu_check.file_hashes(tmp_path)
+    assert recorded["examples/a.py"] == gpu_check.sha256(tmp_path / "examples/a.py")
+    assert len(set(recorded.values())) == 4 and all(len(h) == 64 for h in recorded.values())
+    (tmp_path / "examples/a.py").write_text("changed\n")
+    (tmp_path / "tests/test_a.py").unlink()
+    _touch(tmp_path, "tests/test_new.py")
+    diff = gpu_check.diff_files(recorded, gpu_check.file_hashes(tmp_path))
+    assert diff == {"changed": ["examples/a.py"], "added": ["tests/test_new.py"], "removed": ["tests/test_a.py"]}
+    text = gpu_check.describe_diff(diff)
+    assert "examples/a.py" in text and "tests/test_new.py" in text and "tests/test_a.py" in text
+    assert gpu_check.diff_files(recorded, recorded) == {"changed": [], "added": [], "removed": []}
+
+
+# ----------------------------------------------------------------------------- counting and judging steps
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="6">
+<testcase classname="t" name="a"/><testcase classname="t" name="b"/>
+<testcase classname="t" name="c"><failure message="boom"/></testcase>
+<testcase classname="t" name="d"><error message="setup"/></testcase>
+<testcase classname="t" name="e"><skipped message="needs a GPU"/></testcase>
+<testcase classname="t" name="f"><skipped type="pytest.xfail" message="x"/></testcase>
+</testsuite></testsuites>"""
+
+
+def test_junit_counts(tmp_path):
+    (tmp_path / "r.xml").write_text(JUNIT)
+    assert gpu_check.junit_counts(tmp_path / "r.xml") == (2, 2, 2)
+
+
+@pytest.mark.parametrize(
+    "rc, xml, status, note",
+    [
+        (0, '<testsuite><testcase name="a"/></testsuite>', "ok", ""),
+        (1, JUNIT, "failed", "exit status 1"),
+        (None, '<testsuite><testcase name="a"/></testsuite>', "failed", "timed out"),
+        (0, None, "failed", "no junit-xml"),
+        (5, "<testsuite/>", "failed", "exit status 5"),  # nothing collected is no pass
+        (0, '<testsuite><testcase name="a"><skipped/></testcase></testsuite>', "failed", ""),  # all skipped
+    ],
+)
+def test_judge(tmp_path, rc, xml, status, note):
+    junit = tmp_path / "r.xml"
+    if xml is not None:
+        junit.write_text(xml)
+    step = gpu_check.judge(gpu_check.Step("tests (seed 1)", "tests", seed=1), rc, junit)
+    assert step.status == status and note in step.note
+
+
+# ----------------------------------------------------------------------------- refusing to record
+GPU = {"cuda": True, "gpu": "NVIDIA H200", "gpu_slug": "h200", "gpu_count": 1, "driver": "580.1",
+       "python": "3.12.3", "torch": "2.11.0+cu130", "triton": "3.6.0", "triton_interpret": False}
+FILES = {"examples/a.py": "0" * 64, "tests/test_a.py": "1" * 64}
+
+
+def good_steps(seeds=(11, 22), properties="ok"):
+    steps = [gpu_check.Step(f"tests (seed {s})", "tests", "ok", 1344, 0, 14, 150.0, seed=s) for s in seeds]
+    steps += [gpu_check.Step("codeblocks", "codeblocks", "ok", 26, 0, 37, 30.0),
+              gpu_check.Step("examples", "examples", "ok", 22, 0, 0, 60.0)]
+    if properties == "absent":
+        steps.append(gpu_check.Step("properties (gpu profile)", "properties", "absent"))
+    else:
+        steps.append(gpu_check.Step("properties (gpu profile)", "properties", "ok", 40, 0, 0, 90.0))
+    return steps
+
+
+def reasons(info=GPU, steps=None, runs=2, limits=(), before=FILES, after=FILES):
+    return gpu_check.refusal_reasons(info, good_steps() if steps is None else steps, runs=runs,
+                                     limits=list(limits), files_before=before, files_after=after)
+
+
+def test_a_clean_gpu_run_may_be_recorded():
+    assert reasons() == []
+    assert reasons(steps=good_steps(properties="absent")) == []  # no tests/test_properties.py yet
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        (dict(info={"cuda": False}), "no CUDA device"),
+        (dict(info={"cuda": False, "error": "could not import torch"}), "could not import torch"),
+        (dict(info={**GPU, "triton_interpret": True}), "TRITON_INTERPRET"),
+        (dict(limits=["tests limited to tests/test_a.py"]), "covered only part"),
+        (dict(runs=3), "3 runs with distinct seeds"),
+        (dict(steps=good_steps(seeds=(7, 7))), "distinct seeds"),
+        (dict(steps=good_steps()[1:]), "2 runs"),
+        (dict(steps=good_steps()[:-1]), "step properties did not run"),
+        (dict(steps=[s for s in good_steps() if s.kind != "examples"]), "step examples did not run"),
+        (dict(after={**FILES, "examples/a.py": "2" * 64}), "changed while the checks ran: changed: examples/a.py"),
+    ],
+)
+def test_refusals(kwargs, words):
+    got = reasons(**kwargs)
+    assert any(words in r for r in got), got
+
+
+def test_any_failed_step_refuses_and_is_named():
+    steps = good_steps()
+    steps[3] = gpu_check.Step("examples", "examples", "failed", 21, 1, 0, note="failed: matmul (exit status 1)")
+    (reason,) = reasons(steps=steps)
+    assert reason.startswith("examples failed (21 passed, 1 failed; failed: matmul")
+
+
+def test_record_fields_counts_and_text(tmp_path):
+    record = gpu_check.build_record(GPU, good_steps(), FILES, date="2026-12-01T10:20:30+00:00",
+                                    command="python scripts/gpu_check.py --runs 2", workers=8)
+    for key in ("gpu", "driver", "python", "torch", "triton", "date", "seeds", "files"):
+        assert record[key] == {**GPU, "date": "2026-12-01T10:20:30+00:00", "seeds": [11, 22], "files": FILES}[key]
+    assert record["counts"]["tests"] == {"passed": 2688, "failed": 0, "skipped": 28}
+    assert record["counts"]["codeblocks"] == {"passed": 26, "failed": 0, "skipped": 37}
+    assert record["counts"]["total"] == {"passed": 2688 + 26 + 22 + 40, "failed": 0, "skipped": 65}
+    assert (record["passed"], record["failed"], record["skipped"]) == (2776, 0, 65)
+    path = gpu_check.write_record(record, tmp_path / "verified")
+    assert path == tmp_path / "verified" / "h200.json" and json.loads(path.read_text()) == record
+    text = gpu_check.describe(record)
+    for words in ("NVIDIA H200", "driver 580.1", "torch 2.11.0+cu130", "Triton 3.6.0", "2026-12-01 10:20 UTC",
+                  "2 random orders (seeds 11 and 22), 1344 passed, 14 skipped, 0 failed in each",
+                  "26 page code blocks passed, 0 failed, 37 skipped", "22 example self-checks passed, 0 failed;",
+                  "40 property tests (GPU profile) passed, 0 failed"):
+        assert words in text, (words, text)
+
+
+def test_page_and_readme_text_follow_the_files(tmp_path, monkeypatch):
+    _touch(tmp_path, "examples/a.py", "tests/test_a.py", "conftest.py")
+    record = gpu_check.build_record(GPU, good_steps(properties="absent"), gpu_check.file_hashes(tmp_path),
+                                    date="2026-12-01T10:20:30+00:00", command="c", workers=8)
+    verified = tmp_path / "benchmarks" / "verified"
+    assert gpu_check.page_text(verified, tmp_path).startswith("none recorded yet:")
+    gpu_check.write_record(record, verified)
+    page = gpu_check.page_text(verified, tmp_path)
+    assert page.startswith("the current code passed on an NVIDIA H200") and "property" not in page
+    (tmp_path / "tests/test_a.py").write_text("changed\n")
+    page = gpu_check.page_text(verified, tmp_path)
+    assert page.startswith("an earlier version of the code passed") and "1 file changed since" in page
+    assert "tests/test_a.py" in page
+
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n\n<!-- verified:start -->\nold\n<!-- verified:end -->\n\nrest\n")
+    assert gpu_check.update_readme(readme, verified)
+    text = readme.read_text()
+    assert text.startswith("intro\n\n<!-- verified:start -->\n**Last passed on a GPU:** an NVIDIA H200")
+    assert text.endswith("<!-- verified:end -->\n\nrest\n") and "old" not in text
+    assert not gpu_check.update_readme(readme, verified)  # already up to date
+    readme.write_text("no markers\n")
+    with pytest.raises(ValueError, match="verified:start"):
+        gpu_check.update_readme(readme, verified)
+
+
+def test_hook_renders_verified(monkeypatch):
+    pytest.importorskip("mkdocs")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_hooks_verified", ROOT / "scripts" / "hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    monkeypatch.setattr(gpu_check, "page_text", lambda: "the current code passed on a test GPU.")
+    page = types.SimpleNamespace(file=types.SimpleNamespace(src_path="index.md"))
+    out = hooks.on_page_markdown("Checked: {{ verified }} Done.", page, {}, None)
+    assert out == "Checked: the current code passed on a test GPU. Done."
+
+
+# ----------------------------------------------------------------------------- the script, with fake steps
+@pytest.fixture
+def fake_machine(monkeypatch, tmp_path):
+    """gpu_check.main with the machine and the steps faked: returns (run, calls)."""
+    calls = []
+
+    def fake_pytest(step, args, logs, env, timeout, python):
+        calls.append((step.name, args, env.get("HYPOTHESIS_PROFILE"), env.get(gpu_check.RUNNING_ENV)))
+        failing = os.environ.get("FAKE_FAIL_STEP")
+        good = {"tests": (1344, 0, 14), "codeblocks": (26, 0, 37), "properties": (40, 0, 0)}[step.kind]
+        step.passed, step.failed, step.skipped = (good[0] - 1, 1, good[2]) if failing == step.kind else good
+        step.status = "failed" if failing == step.kind else "ok"
+        return step
+
+    def fake_examples(names, logs, env, timeout, jobs, python, budget):
+        calls.append(("examples", names, None, env.get(gpu_check.RUNNING_ENV)))
+        return gpu_check.Step("examples", "examples", "ok", len(names), 0, 0)
+
+    monkeypatch.setattr(gpu_check, "run_pytest", fake_pytest)
+    monkeypatch.setattr(gpu_check, "run_examples", fake_examples)
+
+    def run(*argv, info=GPU):
+        monkeypatch.setattr(gpu_check, "gpu_info", lambda python: dict(info))
+        calls.clear()
+        return gpu_check.main(["--logs", str(tmp_path / "logs"), "--record-to", str(tmp_path / "out"), *argv])
+
+    return run, calls
+
+
+def test_main_refuses_without_cuda(fake_machine, tmp_path, capsys):
+    run, calls = fake_machine
+    assert run(info={"cuda": False}) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
+def test_main_refuses_under_the_interpreter(fake_machine, tmp_path):
+    run, calls = fake_machine
+    assert run(info={**GPU, "triton_interpret": True}) == 2
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
+def test_main_records_two_seeds_when_everything_passed(fake_machine, tmp_path, capsys):
+    run, calls = fake_machine
+    assert run("--runs", "2", "--seed", "5", "-n", "3") == 0
+    record = json.loads((tmp_path / "out" / "h200.json").read_text())
+    (seed5, seed6), codeblocks, examples = calls[:2], calls[2], calls[3]
+    assert seed5[1][:2] == ["-n", "3"] and "--shuffle-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
+    other = int(seed6[1][-1].split("=")[1])
+    assert record["seeds"] == [5, other] and other != 5
+    assert "--codeblocks" in codeblocks[1] and examples[1] == sorted(
+        p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    assert all(c[3] == "1" for c in calls)  # the steps know a check is running
+    if (ROOT / gpu_check.PROPERTIES).exists():  # once, on its own, with the GPU profile
+        assert calls[4][1] == ["-n", "3", gpu_check.PROPERTIES, "--shuffle-seed=5"] and calls[4][2] == "gpu"
+        assert f"--ignore={gpu_check.PROPERTIES}" in seed5[1] and calls[0][2] is None
+    else:
+        assert len(calls) == 4 and record["counts"]["properties"]["passed"] == 0
+    assert record["files"] == gpu_check.file_hashes() and record["failed"] == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[-1].startswith("record: written to") and out[-2].startswith("total")
+    assert json.loads((tmp_path / "logs" / "summary.json").read_text())["seeds"] == [5, other]
+
+
+@pytest.mark.parametrize("kind", ["tests", "codeblocks"])
+def test_main_records_nothing_when_a_step_failed(fake_machine, tmp_path, monkeypatch, capsys, kind):
+    run, _ = fake_machine
+    monkeypatch.setenv("FAKE_FAIL_STEP", kind)
+    assert run("--runs", "2") == 1
+    assert not (tmp_path / "out").exists()
+    assert "record: NOT written" in capsys.readouterr().out.strip().splitlines()[-1]
+
+
+def test_main_rehearsal_records_nothing(fake_machine, tmp_path, capsys):
+    run, calls = fake_machine
+    assert run("--example", "vector_add", "--suite", "tests/test_vector_add.py") == 1  # a partial run is refused
+    assert not (tmp_path / "out").exists() and calls[2][1] == ["vector_add"]
+    assert "covered only part" in capsys.readouterr().out
+    assert run("--no-record", info={"cuda": False}) == 0  # rehearse anywhere: all steps ran and passed
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- random order (tests/conftest.py)
+def test_shuffle_is_a_function_of_the_seed():
+    items = list(range(50))
+    a, b, c = list(items), list(items), list(items)
+    shuffle_items(a, 3)
+    shuffle_items(b, 3)
+    shuffle_items(c, 4)
+    assert a == b != items and a != c and sorted(a) == items
+
+
+def test_shuffle_seed_from_option_or_environment(monkeypatch):
+    config = types.SimpleNamespace(getoption=lambda name, default=None: None)
+    monkeypatch.delenv(SHUFFLE_ENV, raising=False)
+    assert shuffle_seed(config) is None
+    monkeypatch.setenv(SHUFFLE_ENV, "42")
+    assert shuffle_seed(config) == 42
+    config.getoption = lambda name, default=None: "7"
+    assert shuffle_seed(config) == 7  # the option wins
+    monkeypatch.setenv(SHUFFLE_ENV, "")
+    config.getoption = lambda name, default=None: "x7"
+    with pytest.raises(pytest.UsageError, match="must be an integer"):
+        shuffle_seed(config)
+
+
+def test_shuffle_seed_option_reorders_the_collection():
+    # Two collections of this file in one child process (torch is imported once): in file
+    # order, then with --shuffle-seed. The second is the first, shuffled by that seed alone.
+    code = (
+        "import pytest\n"
+        "for extra in ([], ['--shuffle-seed', '12345']):\n"
+        "    print('== collection', flush=True)\n"
+        "    rc = pytest.main(['--collect-only', '-q', '-p', 'no:xdist', '-p', 'no:cacheprovider',\n"
+        "                      'tests/test_verified.py', *extra])\n"
+        "    assert rc == 0, rc\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in (SHUFFLE_ENV, "PYTEST_ADDOPTS")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _, in_file_order, shuffled = [[line for line in part.splitlines() if "::" in line]
+                                  for part in out.stdout.split("== collection")]
+    expected = list(in_file_order)
+    random.Random(12345).shuffle(expected)
+    assert len(in_file_order) > 30 and shuffled == expected != in_file_order
