@@ -225,6 +225,8 @@ matmul_tma_kernel_tuned_fp32 = triton.autotune(
 import functools
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INT32_MAX = 2**31 - 1
+MAX_BLOCK_K = max(cfg.kwargs["BLOCK_K"] for cfg in matmul_configs())  # rows and columns are int64; K steps are not
 KERNELS = ("auto", "pointer", "tma")
 
 
@@ -247,10 +249,13 @@ def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
 
 
 def tma_compatible(*tensors: torch.Tensor) -> bool:
-    """True when every 2-D tensor can back a tensor descriptor: unit column stride, 16-byte aligned rows."""
+    """True when every 2-D tensor can back a tensor descriptor: unit column stride, 16-byte aligned
+    rows that do not overlap (an expanded tensor's row stride 0 takes the pointer kernel)."""
     for t in tensors:
         size = t.element_size()
         if t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16 or (t.shape[1] * size) < 16:
+            return False
+        if t.shape[0] > 1 and t.stride(0) < t.shape[1]:
             return False
     return True
 
@@ -290,6 +295,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, group_m: int = 8, kernel: str = 
     if K == 0:
         return c.zero_()
     use_tma = _use_tma(a, b, c) if kernel == "auto" else kernel == "tma"
+    k_reach = max(a.stride(1), b.stride(0)) * MAX_BLOCK_K  # the pointer kernel's int32 offsets along K
+    if not use_tma and k_reach > INT32_MAX:
+        if kernel == "auto" and _has_tma(a.device) and tma_compatible(a, b, c):
+            use_tma = True  # descriptors take 64-bit strides
+        else:
+            raise ValueError(
+                f"the pointer kernel steps along K in int32 offsets of up to {MAX_BLOCK_K} x the K stride; "
+                f"a.stride(1) = {a.stride(1)} and b.stride(0) = {b.stride(0)} reach {k_reach}, past 2**31 - 1: "
+                "pass a.contiguous() / b.contiguous(), or kernel='tma' on a Hopper GPU")
     if use_tma and not tma_compatible(a, b, c):
         raise ValueError("kernel='tma' needs a and b with unit column stride and 16-byte aligned rows; "
                          f"got strides {a.stride()} and {b.stride()}")

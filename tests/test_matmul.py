@@ -324,3 +324,21 @@ def test_gpu_every_config_on_ragged_shapes(kernel, dtype):
                 torch.testing.assert_close(c, ref, **tolerances(dtype, matmul=True),
                                            msg=lambda m, cfg=cfg, s=(M, N, K): f"{cfg} on {s}: {m}")
         assert ran >= 1, f"no {kernel} config fits {dtype}"
+
+
+def test_k_stride_past_int32_is_refused_before_launch():
+    # The pointer kernel's offsets along K are int32: k * stride for k < BLOCK_K. A transposed A with
+    # 2**26 rows has a K stride of 2**26, and 32 or 64 of those pass 2**31. Meta tensors: no memory.
+    a = torch.empty(64, 2**26, device="meta", dtype=torch.float16).t()
+    b = torch.empty(64, 16, device="meta", dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"a.stride\(1\) = 67108864.*past 2\*\*31 - 1"):
+        ex.matmul(a, b, kernel="pointer")
+
+
+def test_expanded_rows_never_take_descriptors():
+    # A row stride of 0 is a multiple of 16 bytes, but rows that overlap are not what a descriptor
+    # describes: expanded operands take the pointer kernel, and give the right product.
+    a = rand(1, 64).expand(33, 64)
+    b = rand(64, 48) / 8
+    assert not ex.tma_compatible(a) and ex.tma_compatible(rand(33, 64))
+    torch.testing.assert_close(ex.matmul(a, b), ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
