@@ -159,6 +159,11 @@ def scale(x: torch.Tensor, alpha: float, out: torch.Tensor | None = None, masked
     _check_tensor("out", out, floats, 1)
     if out.shape != x.shape or out.dtype != x.dtype:
         raise ValueError(f"out must match x in shape and dtype, got {tuple(out.shape)} {out.dtype}")
+    if out.device != x.device:
+        raise ValueError(f"out must be on x's device, got {out.device} and {x.device}")
+    gap = abs(out.data_ptr() - x.data_ptr())
+    if 0 < gap < x.numel() * x.element_size():  # programs would read what others already wrote
+        raise ValueError(f"out must not partly overlap x: they start {gap // x.element_size()} elements apart")
     grid = _grid_1d("x", x.numel(), block_size)  # int32 offsets: refused past 2**31 - 1
     scale_kernel[(grid,)](x, out, x.numel(), float(alpha), BLOCK_SIZE=block_size, MASKED=masked)
     return out

@@ -117,8 +117,10 @@ def check_same(names: str, *ts: torch.Tensor) -> None:
 
 
 def check_block(name: str, value: int) -> None:
-    if not isinstance(value, int) or value <= 0 or value & (value - 1):
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value & (value - 1):
         raise ValueError(f"{name} must be a positive power of two, got {value}")
+    if value > 2**20:  # triton.TRITON_MAX_TENSOR_NUMEL: a bigger tile does not compile
+        raise ValueError(f"{name} must be at most 2**20 (Triton's largest tile), got {value}")
 
 
 INT32_MAX = 2**31 - 1
@@ -158,6 +160,9 @@ def scale_shift(x: torch.Tensor, alpha: float, beta: float = 0.0, *, relu: bool 
     check_offsets("x", x)
     out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
     n = x.numel()
+    if triton.cdiv(n, block_size) > INT32_MAX:
+        raise ValueError(f"{n} elements in blocks of {block_size} need more programs than grid axis 0 holds "
+                         "(2**31 - 1): use a larger block_size")
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # (1)!
     scale_shift_kernel[grid](
         x, out,  # tensors: Triton passes x.data_ptr() and reads the dtype

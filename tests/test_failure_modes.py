@@ -368,3 +368,14 @@ def test_bench_case(provider):
 def test_self_check_runs(capsys):
     ex.self_check()
     assert "int32 offsets wrap at 2^31" in capsys.readouterr().out
+
+
+def test_scale_refuses_an_out_that_partly_overlaps_x():
+    # Programs would read elements other programs already scaled: the result would depend on their order.
+    buf = torch.randn(4097, device=DEVICE)
+    with pytest.raises(ValueError, match="out must not partly overlap x"):
+        ex.scale(buf[:-1], 2.0, out=buf[1:])
+    x = torch.randn(300, device=DEVICE)
+    expected = 2.0 * x
+    ex.scale(x, 2.0, out=x)  # exactly in place: each element is read before it is written, by one program
+    torch.testing.assert_close(x, expected)

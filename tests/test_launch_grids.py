@@ -316,3 +316,13 @@ def test_bench_case(provider):
         case = ex.bench_case(spec["name"], provider, x, **spec["args"])
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         assert case["work"] > 0
+
+
+def test_grid_and_tile_limits_refused_before_launch():
+    # 2**31 elements pass the int32 offset check, but in blocks of 1 they need 2**31 programs, one more
+    # than grid axis 0 holds; a tile past 2**20 elements does not compile. Meta tensors: no memory.
+    x = torch.empty(2**31, device="meta")
+    with pytest.raises(ValueError, match="more programs than grid axis 0 holds"):
+        ex.scale_shift(x, 1.0, block_size=1)
+    with pytest.raises(ValueError, match="at most 2\\*\\*20"):
+        ex.scale_shift(torch.zeros(8, device=DEVICE), 1.0, block_size=2**21)
