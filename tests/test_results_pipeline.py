@@ -498,6 +498,18 @@ def test_compare_runs_on_two_small_folders(tmp_path, capsys):
         compare_runs.main([str(tmp_path / "A"), str(tmp_path / "empty")])
 
 
+def test_compare_runs_leaves_out_examples_measured_at_other_code(tmp_path, capsys):
+    # Two versions of an example are not a reproduction: not judged, and said so; with nothing
+    # left to judge the check fails instead of passing on zero points.
+    rows = [_row("c", 1, "triton", "do_bench", 0.100)]
+    write_new_format(tmp_path / "A" / "h200", rows, source_sha256="a" * 64)
+    write_new_format(tmp_path / "B" / "h200", [_row("c", 1, "triton", "do_bench", 0.300)], source_sha256="b" * 64)
+    out = tmp_path / "report.md"
+    assert compare_runs.main([str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(out)]) == 1
+    assert "not compared (different code): nx" in capsys.readouterr().out
+    assert "measured different versions of the example" in out.read_text()
+
+
 def test_benchmarks_page_states_the_runner_settings():
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     for needle in (f"{bench.WARMUP_MS} ms warm-up", f"{bench.REP_MS} ms", f"{bench.GRAPH_REP_MS} ms of calls",
