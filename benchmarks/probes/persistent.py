@@ -175,12 +175,13 @@ def launch(variant, cfg, a, b, programs_per_sm=1):
         kern = mp.matmul_tma_kernel[(min(SMS * programs_per_sm, tiles),)]
 
         def fn():
-            kern(a, b, c, M, N, K, **meta)
+            kern(a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), **meta)  # row strides
             return c
     else:
         kern = (mp.matmul_tiles_kernel if variant == "tiles" else mp.matmul_persistent_kernel)
         grid = (tiles,) if variant == "tiles" else (min(SMS * programs_per_sm, tiles),)
         args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        meta["INT64"] = mp.needs_int64(a, b, c)  # as the launcher decides
 
         def fn():
             kern[grid](*args, **meta)
