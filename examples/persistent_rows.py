@@ -152,11 +152,19 @@ def rms_norm_rows(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> t
     return y
 
 
+# Resident blocks (programs) per SM, by compute capability (CUDA C Programming Guide, "Technical
+# Specifications per Compute Capability"); a limit of its own, besides warp slots.
+MAX_BLOCKS_PER_SM = {(7, 0): 32, (7, 5): 16, (8, 0): 32, (8, 6): 16, (8, 7): 16, (8, 9): 24, (9, 0): 32}
+
+
 def warp_occupancy(device: torch.device, num_warps: int) -> int:
-    """Programs of `num_warps` warps that fit on one SM by its warp slots (64 on an H200).
-    Registers or shared memory can lower the real number; extra programs just queue."""
+    """Programs of `num_warps` warps that fit on one SM: by its warp slots (64 on an H200), and by
+    its limit on resident blocks (32 on an H200), whichever is smaller. Registers or shared memory
+    can lower the real number; extra programs just queue."""
     props = torch.cuda.get_device_properties(device)
-    return max(1, getattr(props, "max_threads_per_multi_processor", 2048) // (32 * num_warps))
+    by_warps = getattr(props, "max_threads_per_multi_processor", 2048) // (32 * num_warps)
+    by_blocks = MAX_BLOCKS_PER_SM.get((props.major, props.minor), 16)  # 16: the smallest listed, when unknown
+    return max(1, min(by_warps, by_blocks))
 
 
 def persistent_grid(device: torch.device, programs_per_sm: int) -> int:

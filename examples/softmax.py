@@ -218,7 +218,8 @@ def _check_input(x) -> None:
 
 
 def _num_warps(block_elems: int) -> int:
-    """About 16 fp32 elements per thread: 2 warps for 512, 32 for 16384 and up."""
+    """16 fp32 elements per thread from 1024 up to 16384 (2 to 32 warps); never fewer than 2 warps,
+    so a 512-wide row gets 8 per thread, and never more than 32 warps."""
     return max(2, min(32, block_elems // 512))
 
 

@@ -144,9 +144,25 @@ def test_self_check_runs(capsys):
 
 @requires_gpu
 def test_warp_occupancy():
-    # Hopper has 64 warp slots per SM: 64 one-warp programs, 4 sixteen-warp programs.
-    slots = torch.cuda.get_device_properties(DEVICE).max_threads_per_multi_processor // 32
-    assert ex.warp_occupancy(DEVICE, 1) == slots and ex.warp_occupancy(DEVICE, 16) == slots // 16
+    # Hopper has 64 warp slots but at most 32 resident blocks per SM: 32 one-warp programs (not 64),
+    # 16 four-warp programs, 4 sixteen-warp programs.
+    props = torch.cuda.get_device_properties(DEVICE)
+    slots = props.max_threads_per_multi_processor // 32
+    blocks = ex.MAX_BLOCKS_PER_SM.get((props.major, props.minor), 16)
+    assert ex.warp_occupancy(DEVICE, 1) == min(slots, blocks) and ex.warp_occupancy(DEVICE, 16) == slots // 16
+
+
+def test_warp_occupancy_counts_warps_and_blocks(monkeypatch):
+    # An sm_90 SM: 2048 threads (64 warps), 32 resident blocks. An unknown GPU gets the smallest block limit.
+    import types
+
+    def props(major, minor):
+        return lambda device: types.SimpleNamespace(max_threads_per_multi_processor=2048, major=major, minor=minor)
+
+    monkeypatch.setattr(ex.torch.cuda, "get_device_properties", props(9, 0))
+    assert [ex.warp_occupancy(None, w) for w in (1, 2, 4, 16, 32)] == [32, 32, 16, 4, 2]
+    monkeypatch.setattr(ex.torch.cuda, "get_device_properties", props(99, 0))
+    assert ex.warp_occupancy(None, 1) == 16
 
 
 @requires_gpu
