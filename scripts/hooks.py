@@ -101,11 +101,40 @@ def on_config(config, **kwargs):
         raise PluginError("mkdocs.yml: the nav needs an 'Examples' section")
     entries = section["Examples"]
     listed = {e if isinstance(e, str) else next(iter(e.values())) for e in entries}
-    for src in example_files():
-        target = f"examples/{src.stem}.ipynb"
+    sources = {src.stem: src for src in example_files()}
+    docs_dir = Path(config["docs_dir"])
+    pages = [docs_dir / page for page in nav_pages([item for item in nav if item is not section])]
+    for stem in reading_order(pages, list(sources)):
+        target = f"examples/{stem}.ipynb"
         if target not in listed:
-            entries.append({notebook_title(src): target})
+            entries.append({notebook_title(sources[stem]): target})
     return config
+
+
+def nav_pages(nav) -> list[str]:
+    """The Markdown files of a nav (MkDocs' list-of-dicts form), in reading order."""
+    out = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            out += nav_pages(value)
+        elif isinstance(value, str) and value.endswith(".md"):
+            out.append(value)
+    return out
+
+
+EXAMPLE_REF = re.compile(r"examples/([A-Za-z0-9_]+)\.py")
+
+
+def reading_order(pages: list[Path], stems: list[str]) -> list[str]:
+    """Examples in the order a reader first meets them in ``pages``; the rest after, by name."""
+    known, order = set(stems), []
+    for page in pages:
+        text = page.read_text() if page.is_file() else ""
+        for stem in EXAMPLE_REF.findall(text):
+            if stem in known and stem not in order:
+                order.append(stem)
+    return order + sorted(known - set(order))
 
 
 _BUILD: dict = {}  # what on_pre_build read for the current build

@@ -516,3 +516,16 @@ def test_benchmarks_page_states_the_runner_settings():
                    f"{round(100 * (results.HOST_BOUND_RATIO - 1))}%", f"{round(1e3 * results.HOST_BOUND_MAX_MS)} µs",
                    "{{ bench repeatability }}", "{{ bench provenance }}", "{{ bench host_bound_evidence }}"):
         assert needle in page, needle
+
+
+def test_examples_are_listed_in_reading_order(tmp_path):
+    # The Examples section lists stories in the order the pages first include them; any story no
+    # page includes comes last, by name.
+    hooks = _hooks()
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "index.md").write_text('--8<-- "examples/zeta.py:setup"\n')
+    (tmp_path / "guide" / "a.md").write_text('see examples/alpha.py and examples/zeta.py, examples/nope.py\n')
+    nav = [{"Home": "index.md"}, {"Guide": ["guide/a.md", {"B": "guide/missing.md"}]}, {"Site": "https://x"}]
+    assert hooks.nav_pages(nav) == ["index.md", "guide/a.md", "guide/missing.md"]
+    pages = [tmp_path / p for p in hooks.nav_pages(nav)]
+    assert hooks.reading_order(pages, ["alpha", "beta", "zeta", "gamma"]) == ["zeta", "alpha", "beta", "gamma"]

@@ -76,6 +76,7 @@ def make_scratch_site(tmp_path: Path, page: str, example_text: str | None = None
     scratch = {"site_name": "scratch", "strict": True, "markdown_extensions": config["markdown_extensions"]}
     (tmp_path / "docs").mkdir(parents=True)
     (tmp_path / "docs" / "index.md").write_text(page)
+    shutil.copytree(ROOT / "docs" / "includes", tmp_path / "docs" / "includes")  # snippets' auto_append
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(scratch))
     shutil.copytree(EXAMPLES, tmp_path / "examples")
     if example_text is not None:
@@ -242,6 +243,7 @@ def run_codeblocks(tmp_path: Path, example_text: str) -> subprocess.CompletedPro
     (tmp_path / "docs").mkdir(exist_ok=True)
     (tmp_path / "examples").mkdir(exist_ok=True)
     (tmp_path / "docs" / "page.md").write_text(CHAIN)
+    shutil.copytree(ROOT / "docs" / "includes", tmp_path / "docs" / "includes", dirs_exist_ok=True)
     (tmp_path / "examples" / "vector_add.py").write_text(example_text)
     shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
