@@ -289,7 +289,14 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         if expr.startswith("winners "):  # winners <bench> <provider> <provider> ... [cudagraph]
             args = expr.split()[1:]
             timing = args.pop() if args[-1] == "cudagraph" else "do_bench"
-            return targets.winners_table(data, args[0], args[1:], timing)
+            try:
+                if len(args) < 2:
+                    raise results.ResultError("needs a bench name and at least one provider")
+                return targets.winners_table(data, args[0], args[1:], timing)
+            except (results.ResultError, KeyError, ValueError, IndexError) as err:
+                line = markdown[:m.start()].count("\n") + 1
+                raise PluginError(f"{page.file.src_path}:{line}: {{{{ bench {expr} }}}}: "
+                                  f"{type(err).__name__}: {err}") from err
         try:
             return results.render_expression(data, expr)
         except results.ResultError as err:

@@ -442,6 +442,9 @@ def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
     assert out == "fused: 900 GB/s."  # the result matches its example: no notice
     with pytest.raises(PluginError, match="no result"):
         hooks.on_page_markdown("{{ bench value b_num@9:triton }}", Page, {}, None)
+    for bad in ("{{ bench winners no_such_bench triton torch }}", "{{ bench winners b_num }}"):
+        with pytest.raises(PluginError, match=r"^x\.md:3: \{\{ bench winners"):  # the page and line
+            hooks.on_page_markdown("title\n\n" + bad, Page, {}, None)
 
 
 def test_hook_warns_on_a_page_quoting_stale_results(tmp_path, monkeypatch):
