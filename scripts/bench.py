@@ -370,6 +370,9 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
         else:
             measured = [mod.measure_rows(device) for _ in range(passes)]
             rows += [{"example": name, **row} for row in merge_passes(measured)]
+            if peers is not None:
+                peers["measure_rows"] = {"*": f"the example's own measure_rows(), called in {passes} passes; "
+                                              "each row's timing column names its clock"}
     return rows, failures
 
 
@@ -449,9 +452,6 @@ def main(argv=None) -> int:
                 print(f"NOT WRITING {name}: its example changed during the run", flush=True)
             else:
                 _, source_dirty = git_state(EXAMPLES / f"{name}.py")  # False: git_commit holds this exact file
-                if any(r.get("timing") not in ("do_bench", "cudagraph") for r in rows):
-                    peers.setdefault("measure_rows", {})["*"] = (
-                        "rows from the example's own measure_rows(): each row's timing column names its clock")
                 write_results(args.out / gpu_slug(meta["gpu"]), name, rows,
                               {**meta, "date": date, "source_sha256": source_sha256, "peers": peers,
                                "source_dirty": source_dirty})
