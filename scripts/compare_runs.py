@@ -9,8 +9,10 @@ that time a kernel (``do_bench`` and ``cudagraph`` rows), are not host-bound in 
 and take at least ``--min-us`` (20 µs) in either run; for each, the report gives the ratio
 of times B / A (above 1: B slower) and lists those differing by more than ``--tolerance`` (5%).
 Host-bound, short and host wall-clock points are counted and listed apart, with their
-ratios, but not judged. The exit code is 0 whatever the result; the last line printed
-is a one-line summary.
+ratios, but not judged. Examples whose two runs measured different code (``source_sha256``)
+are left out and named. The exit code is 1 when a judged point differs or no point could
+be judged, 0 otherwise; a folder without result files is an error. The summary line is
+printed last, before the names of the examples left out.
 """
 
 from __future__ import annotations

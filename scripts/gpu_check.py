@@ -41,7 +41,6 @@ import argparse
 import concurrent.futures
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import os
 import random
@@ -53,6 +52,8 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from results import sha256_of as sha256  # scripts/results.py: the digest the result files record too
 
 ROOT = Path(__file__).resolve().parent.parent
 VERIFIED_DIR = ROOT / "benchmarks" / "verified"
@@ -74,10 +75,6 @@ def verified_files(root: Path | None = None) -> list[str]:
     if (root / "conftest.py").is_file():
         paths.append(root / "conftest.py")
     return sorted(p.relative_to(root).as_posix() for p in paths)
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def file_hashes(root: Path | None = None) -> dict[str, str]:
@@ -179,18 +176,22 @@ def readme_block(records: dict[str, dict]) -> str:
     return f"{README_START}\n{body}\n{README_END}"
 
 
-def readme_with_block(text: str, block: str) -> str:
+def _block_span(text: str) -> tuple[int, int]:
+    """Where README's block starts and ends (its end marker included)."""
     start, end = text.find(README_START), text.find(README_END)
     if start < 0 or end < start:
         raise ValueError(f"README.md needs a {README_START} ... {README_END} block")
-    return text[:start] + block + text[end + len(README_END):]
+    return start, end + len(README_END)
+
+
+def readme_with_block(text: str, block: str) -> str:
+    start, end = _block_span(text)
+    return text[:start] + block + text[end:]
 
 
 def readme_block_in(text: str) -> str:
-    start, end = text.find(README_START), text.find(README_END)
-    if start < 0 or end < start:
-        raise ValueError(f"README.md needs a {README_START} ... {README_END} block")
-    return text[start:end + len(README_END)]
+    start, end = _block_span(text)
+    return text[start:end]
 
 
 def update_readme(readme: Path | None = None, directory: Path | None = None) -> bool:
@@ -237,15 +238,17 @@ def junit_counts(path: Path) -> tuple[int, int, int]:
 
 def judge(step: Step, rc: int | None, junit: Path | None = None) -> Step:
     """Fill in counts and status: ok only with exit status 0, no failure and something passed."""
+    notes = [step.note] if step.note else []
     if junit is not None:
         if junit.exists():
             step.passed, step.failed, step.skipped = junit_counts(junit)
         else:
-            step.note = (step.note + "; " if step.note else "") + "no junit-xml written"
+            notes.append("no junit-xml written")
     if rc is None:
-        step.note = (step.note + "; " if step.note else "") + "timed out (or the --budget was spent)"
+        notes.append("timed out (or the --budget was spent)")
     elif rc != 0:
-        step.note = (step.note + "; " if step.note else "") + f"exit status {rc}"
+        notes.append(f"exit status {rc}")
+    step.note = "; ".join(notes)
     ok = rc == 0 and step.failed == 0 and step.passed > 0 and (junit is None or junit.exists())
     step.status = "ok" if ok else "failed"
     return step

@@ -253,13 +253,7 @@ def examples_table(page_path: str) -> str:
     return "\n".join(rows)
 
 
-VERIFIED_EXPR = re.compile(r"\{\{\s*verified\s*\}\}")
-
-
-def verified_text() -> str:
-    """``{{ verified }}``: on which GPU and date the current code last passed every check,
-    from ``benchmarks/verified/*.json`` (written by ``scripts/gpu_check.py``)."""
-    return gpu_check.page_text()
+VERIFIED_EXPR = re.compile(r"\{\{\s*verified\s*\}\}")  # on which GPU and date the code last passed every check
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
@@ -269,8 +263,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     depth = page.file.src_path.count("/")
     assets = "../" * depth + "assets/plots/"
 
-    def render(m: re.Match) -> str:
-        expr = m.group(1).strip()
+    def render_one(expr: str) -> str:
         if expr == "targets":
             return targets.markdown_table(data)
         if expr == "summary":
@@ -282,27 +275,24 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         if expr == "provenance":
             return results.provenance_table(data, stale)
         if expr == "host_bound_evidence":
-            try:
-                return results.host_bound_evidence(data)
-            except results.ResultError as err:
-                raise PluginError(f"{page.file.src_path}: {{{{ bench {expr} }}}}: {err}") from err
+            return results.host_bound_evidence(data)
         if expr.startswith("winners "):  # winners <bench> <provider> <provider> ... [cudagraph]
             args = expr.split()[1:]
             timing = args.pop() if args[-1] == "cudagraph" else "do_bench"
-            try:
-                if len(args) < 2:
-                    raise results.ResultError("needs a bench name and at least one provider")
-                return targets.winners_table(data, args[0], args[1:], timing)
-            except (results.ResultError, KeyError, ValueError, IndexError) as err:
-                line = markdown[:m.start()].count("\n") + 1
-                raise PluginError(f"{page.file.src_path}:{line}: {{{{ bench {expr} }}}}: "
-                                  f"{type(err).__name__}: {err}") from err
-        try:
-            return results.render_expression(data, expr)
-        except results.ResultError as err:
-            raise PluginError(f"{page.file.src_path}: {{{{ bench {m.group(1)} }}}}: {err}") from err
+            if len(args) < 2:
+                raise results.ResultError("needs a bench name and at least one provider")
+            return targets.winners_table(data, args[0], args[1:], timing)
+        return results.render_expression(data, expr)
 
-    markdown = VERIFIED_EXPR.sub(lambda m: verified_text(), markdown)
+    def render(m: re.Match) -> str:
+        try:
+            return render_one(m.group(1).strip())
+        except (results.ResultError, KeyError, ValueError, IndexError) as err:  # name the page and line
+            line = markdown[:m.start()].count("\n") + 1
+            raise PluginError(f"{page.file.src_path}:{line}: {{{{ bench {m.group(1)} }}}}: "
+                              f"{type(err).__name__}: {err}") from err
+
+    markdown = VERIFIED_EXPR.sub(lambda m: gpu_check.page_text(), markdown)
     markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path), markdown)
     old = [stale[e] for e in sorted(quoted_examples(markdown, data)) if e in stale]
     markdown = BENCH_EXPR.sub(render, markdown)

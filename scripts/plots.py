@@ -39,11 +39,13 @@ def provider_color(provider: str, i: int) -> str:
     return PALETTE.get(provider, FALLBACK[i % len(FALLBACK)])
 
 
-def caption(meta: dict, graph_shown: bool = False, timings=None) -> str:
-    """Two or three short lines under the plot: the run, and how its points were timed."""
+def caption(meta: dict, timings=()) -> str:
+    """Two or three short lines under the plot: the run, and how its points (drawn with these
+    timings) were timed."""
     run = (f"{meta['gpu']} ({meta['sm_count']} SMs), torch {meta['torch']}, triton {meta['triton']}, "
            f"{meta['date'][:10]}")
-    timings = set(timings or ())
+    timings = set(timings)
+    graph_shown = "cudagraph" in timings
     if "passes" in meta and timings - {"do_bench", "cudagraph"}:
         names = ", ".join(TIMING_NAMES.get(t, t) for t in sorted(timings))
         how = f"median of {meta['passes']} passes; clocks: {names}"
@@ -148,7 +150,7 @@ def draw(data: results.Results, bench: str) -> bytes:
     ax.grid(True, color=INK, alpha=0.25, linewidth=0.6)
     ax.set_title(spec.get("title", bench), color=INK)
     ax.legend(handles, names, fontsize=8, frameon=False, loc="best")
-    text = caption(meta, graph_shown=any(t == "cudagraph" for _, t in series), timings={t for _, t in series})
+    text = caption(meta, {t for _, t in series})
     fig.text(0.01, 0.01, text, fontsize=6.5, color=INK)
     fig.tight_layout(rect=(0, 0.025 * (text.count("\n") + 1) + 0.01, 1, 1))
     buf = io.BytesIO()

@@ -87,6 +87,11 @@ def is_host_bound(do_bench_ms: float, graph_ms: float | None) -> bool | None:
     return do_bench_ms / graph_ms > HOST_BOUND_RATIO and do_bench_ms < HOST_BOUND_MAX_MS
 
 
+def graph_times(rows) -> dict[tuple, float]:
+    """(bench, x, provider) -> the CUDA-graph median time in ms, for the points timed that way."""
+    return {(r["bench"], r["x"], r["provider"]): r["ms_p50"] for r in rows if r["timing"] == "cudagraph"}
+
+
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -156,7 +161,7 @@ def parse_rows(fh) -> list[dict]:
         row["spread"] = float(sp) if sp not in (None, "") else None
         rows.append(row)
     if old:
-        graph = {(r["bench"], r["x"], r["provider"]): r["ms_p50"] for r in rows if r["timing"] == "cudagraph"}
+        graph = graph_times(rows)
         for r in rows:
             if r["timing"] == "do_bench" and r["metric"] != "us":
                 r["host_bound"] = is_host_bound(r["ms_p50"], graph.get((r["bench"], r["x"], r["provider"])))
@@ -373,7 +378,7 @@ def repeatability_table(data: Results) -> str:
 def host_bound_evidence(data: Results) -> str:
     """One paragraph: how do_bench and CUDA-graph times of the same points compare in these files,
     above and below HOST_BOUND_MAX_MS (the evidence for the host-bound margin)."""
-    graph = {(r["bench"], r["x"], r["provider"]): r["ms_p50"] for r in data.rows if r["timing"] == "cudagraph"}
+    graph = graph_times(data.rows)
     pairs = [(r["ms_p50"], r["ms_p50"] / graph[k]) for r in data.rows
              if r["timing"] == "do_bench" and r["metric"] != "us"
              and (k := (r["bench"], r["x"], r["provider"])) in graph and graph[k] > 0]
