@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched run on the lent GPU machine (see README "On a GPU machine").
 #   bash benchmarks/gpu_run.sh STAGE [STAGE ...]
-# Stages: probes | examples | tests | codeblocks | check | bench:<example>[,<example>...]
+# Stages: probes | examples | tests | codeblocks | check | bench:<example>[,<example>...] | bench:all
 # Everything it prints and writes lands in $OUT/run.tgz (logs/ and results/); the `check`
 # stage (scripts/gpu_check.py, CHECK_ARGS e.g. "--runs 2") writes its record, only when
 # nothing failed, to $OUT/verified/<gpu>.json, beside the archive.
@@ -48,7 +48,7 @@ for stage in "$@"; do
     bench:*)
       args=()
       IFS=',' read -ra names <<< "${stage#bench:}"
-      for e in "${names[@]}"; do args+=(--example "$e"); done
+      for e in "${names[@]}"; do if [ "$e" = all ]; then args+=(--all); else args+=(--example "$e"); fi; done
       timeout ${BENCH_TIMEOUT:-540} python3 scripts/bench.py "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
       echo "bench ${stage#bench:} rc=$?"; grep -E "^(==|FAIL|NOT)" "$LOG/bench_${stage#bench:}.txt" ;;
     *) echo "unknown stage $stage" ;;

@@ -118,7 +118,10 @@ def git_state(path: Path | None = None) -> tuple[str, bool | None]:
                                 capture_output=True, text=True, timeout=20, check=True).stdout
         return commit or "unknown", bool(status.strip())
     except (OSError, subprocess.SubprocessError):
-        return "unknown", None
+        # The lent GPU machine gets the working tree without .git: benchmarks/gpu_run.sh passes the
+        # commit it was started from in BENCH_GIT_COMMIT (whether a file differs is then unknown; its
+        # source_sha256 still says exactly what was measured).
+        return os.environ.get("BENCH_GIT_COMMIT") or "unknown", None
 
 
 def check_output(out, ref, rtol: float, atol: float) -> None:
