@@ -156,6 +156,74 @@ def report(c: Comparison, path_a: Path, path_b: Path, meta_a: dict, meta_b: dict
     return "\n".join(lines) + "\n"
 
 
+def compare_folders(run_a: Path, run_b: Path, tolerance: float = 0.05,
+                    min_us: float = 20.0) -> tuple[Comparison, list[str], dict, dict]:
+    """(comparison, examples left out because the runs measured different code, meta A, meta B)."""
+    rows_a, meta_a = read_run(run_a)
+    rows_b, meta_b = read_run(run_b)
+    other_code = sorted(ex for ex in set(meta_a) & set(meta_b)
+                        if meta_a[ex].get("source_sha256") != meta_b[ex].get("source_sha256"))
+    if other_code:  # two versions of an example are not a reproduction: leave them out, say so
+        rows_a = {k: v for k, v in rows_a.items() if k[0] not in other_code}
+        rows_b = {k: v for k, v in rows_b.items() if k[0] not in other_code}
+    return compare(rows_a, rows_b, tolerance, min_us), other_code, meta_a, meta_b
+
+
+# --- for the site (scripts/hooks.py): the second run's verdict, on the pages it concerns ---------
+
+def _site_table(points: list[Point]) -> list[str]:
+    out = ["| point | shown (ms) | second run (ms) | second / shown | spread shown | spread second |",
+           "| --- | --- | --- | --- | --- | --- |"]
+    for p in points:
+        sa = "–" if p.a.get("spread") is None else f"{100 * p.a['spread']:.1f}%"
+        sb = "–" if p.b.get("spread") is None else f"{100 * p.b['spread']:.1f}%"
+        example, bench, x, provider, timing = p.key
+        out.append(f"| `{bench}` {p.a.get('x_name', 'x')} = {x}, {provider}, {timing} | {p.a['ms_p50']:.4g} "
+                   f"| {p.b['ms_p50']:.4g} | {p.ratio:.3f} | {sa} | {sb} |")
+    return out
+
+
+def _date(meta: dict[str, dict], examples) -> str:
+    dates = sorted({str(meta[e].get("date", "?"))[:10] for e in examples if e in meta})
+    return ", ".join(dates) or "an unknown date"
+
+
+def page_notice(c: Comparison, examples: set[str], meta_b: dict, link: str) -> str:
+    """An admonition listing the points of these examples that the second run did not reproduce
+    ("" when every judged point of theirs agreed, or none was judged)."""
+    differ = sorted((p for p in c.differ if p.key[0] in examples), key=lambda p: -abs(p.ratio - 1.0))
+    if not differ:
+        return ""
+    judged = sum(1 for p in c.judged if p.key[0] in examples)
+    body = [
+        f'!!! info "{len(differ)} of {judged} points not reproduced within {100 * c.tolerance:g}%"', "",
+        f"    A second full benchmark run on the same GPU ({_date(meta_b, examples)}) measured these points "
+        f"of this page's results more than {100 * c.tolerance:g}% away from the numbers shown "
+        f"(spread: how far the passes of each run varied). The other {judged - len(differ)} kernel-time "
+        f"points of these results (not host-bound, at least {c.min_us:g} µs) agreed. The whole comparison, "
+        f"and what was measured about why points move: [Benchmarks]({link}).", "",
+    ]
+    return "\n".join(body + ["    " + line for line in _site_table(differ)]) + "\n"
+
+
+def site_section(c: Comparison, other_code: list[str], meta_a: dict, meta_b: dict) -> str:
+    """The Benchmarks page's account of the second run: summary, what differs, what was not compared."""
+    lines = [f"The second run: {_runs_line(meta_b)} (the results shown: {_runs_line(meta_a)}).", "",
+             f"**{summary(c).replace(' us', ' µs')}.**", ""]
+    if c.judged:
+        ratios = sorted(p.ratio for p in c.judged)
+        lines += [f"Second / shown over the judged points: min {ratios[0]:.3f}, median "
+                  f"{results.median(ratios):.3f}, max {ratios[-1]:.3f}.", ""]
+    if c.differ:
+        lines += _site_table(sorted(c.differ, key=lambda p: -abs(p.ratio - 1.0))) + [""]
+    missing = sorted(set(meta_a) - set(meta_b))
+    if missing or other_code:
+        lines.append("Not compared: " + "; ".join(
+            ([f"no second run of {', '.join(missing)}"] if missing else [])
+            + ([f"the second run measured other code for {', '.join(other_code)}"] if other_code else [])) + ".")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_a", type=Path)
@@ -164,14 +232,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tolerance", type=float, default=0.05, help="allowed |B/A - 1| (default 0.05)")
     parser.add_argument("--min-us", type=float, default=20.0, help="shortest point judged, in µs (default 20)")
     args = parser.parse_args(argv)
-    rows_a, meta_a = read_run(args.run_a)
-    rows_b, meta_b = read_run(args.run_b)
-    other_code = sorted(ex for ex in set(meta_a) & set(meta_b)
-                        if meta_a[ex].get("source_sha256") != meta_b[ex].get("source_sha256"))
-    if other_code:  # two versions of an example are not a reproduction: leave them out, say so
-        rows_a = {k: v for k, v in rows_a.items() if k[0] not in other_code}
-        rows_b = {k: v for k, v in rows_b.items() if k[0] not in other_code}
-    c = compare(rows_a, rows_b, args.tolerance, args.min_us)
+    c, other_code, meta_a, meta_b = compare_folders(args.run_a, args.run_b, args.tolerance, args.min_us)
     text = report(c, args.run_a, args.run_b, meta_a, meta_b)
     if other_code:
         text += ("\n\nNot compared, because the two runs measured different versions of the example "

@@ -25,6 +25,7 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import compare_runs  # noqa: E402  (scripts/compare_runs.py)
 import gpu_check  # noqa: E402  (scripts/gpu_check.py, standard library only)
 import plots  # noqa: E402  (scripts/plots.py)
 import results  # noqa: E402  (scripts/results.py)
@@ -35,6 +36,10 @@ CACHE = ROOT / ".cache" / "site"
 NOTEBOOKS = CACHE / "notebooks"
 PLOTS = CACHE / "plots"
 DATA = CACHE / "data"  # JSON for the widgets: results, and traces of real kernels
+# A second full benchmark run of the same GPU, kept to check that the results shown reproduce.
+REPRODUCTION = ROOT / "benchmarks" / "reproduction" / results.GPU_DIR
+# What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
+MATMUL_VARIATION = ROOT / "benchmarks" / "logs" / "run10" / "matmul_variation.json"
 SECTION_MARKER = re.compile(r"^\s*#\s*-+8<-+\s*\[(start|end):([\w-]+)\]\s*$")
 
 
@@ -156,6 +161,7 @@ def on_pre_build(config, **kwargs):
     data = results.load(specs=specs)  # read once per build, used by every page
     _BUILD["results"] = data
     _BUILD["stale"] = results.stale_results(data, EXAMPLES)
+    _BUILD["reproduction"] = load_reproduction()
     plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data)
     data_dir = DATA / "assets" / "data"
     write_if_changed(data_dir / "results.json", results.to_json(data))
@@ -166,6 +172,34 @@ def on_pre_build(config, **kwargs):
         spec.loader.exec_module(widget_data)
         for name, blob in sorted(widget_data.generate().items()):
             write_if_changed(data_dir / name, blob)
+
+
+def load_reproduction():
+    """compare_runs' verdict on the results shown against the second run, or None without one."""
+    if not any(REPRODUCTION.glob("*.csv")):
+        return None
+    return compare_runs.compare_folders(results.RESULTS_DIR / results.GPU_DIR, REPRODUCTION)
+
+
+def matmul_variation_table(path: Path = MATMUL_VARIATION) -> str:
+    """The probe's sustained-load phases and re-tunings, as Markdown (from its JSON file)."""
+    import json
+
+    probe = json.loads(path.read_text())
+    rows = ["| provider (round) | ms per call: fastest chunk | first second | last second "
+            "| SM clock, median (min–max) | power, median (limit) | clock-event reasons |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for ph in probe["sustained"]:
+        s = ph["summary"]
+        rows.append(f"| {ph['provider']} ({ph['round'] + 1}) | {s['ms_min']:.3f} | {s['ms_first_second']:.3f} "
+                    f"| {s['ms_last_second']:.3f} "
+                    f"| {s['sm_mhz_median']:.0f} MHz ({s['sm_mhz_min']:.0f}–{s['sm_mhz_max']:.0f}) "
+                    f"| {s['power_w_median']:.0f} W ({s['limit_w']:.0f} W) | {', '.join(s['reasons'])} |")
+    picks = "; ".join(f"{key}: {len({p['best'] for p in runs})} distinct of {len(runs)}"
+                      for key, runs in probe["retune"].items())
+    return (f"Measured on {probe['gpu']} on {probe['date'][:10]} (torch {probe['torch']}, Triton {probe['triton']}); "
+            f"reason 0x4 is the software power cap, 0x0 none.\n\n" + "\n".join(rows)
+            + f"\n\nConfigs chosen by five re-tunings: {picks}.\n")
 
 
 @mkdocs.plugins.event_priority(100)  # before mkdocs-jupyter wraps the notebooks
@@ -192,7 +226,8 @@ def all_plots(data: results.Results, assets: str) -> str:
 BENCH_EXPR = re.compile(r"\{\{\s*bench\s+([^}]*?)\s*\}\}")
 EXAMPLES_EXPR = re.compile(r"\{\{\s*examples\s*\}\}")
 PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")
-WHOLE_SITE = ("targets", "summary", "plots", "repeatability", "provenance", "host_bound_evidence")  # all results
+WHOLE_SITE = ("targets", "summary", "plots", "repeatability", "provenance", "host_bound_evidence",
+              "reproduction")  # expressions that quote every result file
 
 
 def quoted_examples(markdown: str, data: results.Results) -> set[str]:
@@ -259,6 +294,7 @@ VERIFIED_EXPR = re.compile(r"\{\{\s*verified\s*\}\}")  # on which GPU and date t
 def on_page_markdown(markdown, page, config, files, **kwargs):
     data = _BUILD["results"] if "results" in _BUILD else results.load()
     stale = _BUILD["stale"] if "stale" in _BUILD else results.stale_results(data, EXAMPLES)
+    reproduction = _BUILD["reproduction"] if "reproduction" in _BUILD else load_reproduction()
 
     depth = page.file.src_path.count("/")
     assets = "../" * depth + "assets/plots/"
@@ -276,6 +312,12 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
             return results.provenance_table(data, stale)
         if expr == "host_bound_evidence":
             return results.host_bound_evidence(data)
+        if expr == "matmul_variation":
+            return matmul_variation_table()
+        if expr == "reproduction":
+            if reproduction is None:
+                return f"*No second run is recorded (`{REPRODUCTION.relative_to(ROOT)}/` holds no results).*"
+            return compare_runs.site_section(*reproduction)
         if expr.startswith("winners "):  # winners <bench> <provider> <provider> ... [cudagraph]
             args = expr.split()[1:]
             timing = args.pop() if args[-1] == "cudagraph" else "do_bench"
@@ -294,7 +336,15 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 
     markdown = VERIFIED_EXPR.sub(lambda m: gpu_check.page_text(), markdown)
     markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path), markdown)
-    old = [stale[e] for e in sorted(quoted_examples(markdown, data)) if e in stale]
+    quoted = quoted_examples(markdown, data)
+    old = [stale[e] for e in sorted(quoted) if e in stale]
+    notice = ""
+    if reproduction is not None and not re.search(r"\{\{\s*bench\s+reproduction\s*\}\}", markdown):
+        link = "../" * depth + "benchmarks.md#reproduction"
+        notice = compare_runs.page_notice(reproduction[0], quoted - set(stale), reproduction[3], link)
     markdown = BENCH_EXPR.sub(render, markdown)
-    return insert_after_title(markdown, stale_notice(old)) if old else markdown
+    for block in (notice, stale_notice(old) if old else ""):
+        if block:
+            markdown = insert_after_title(markdown, block)
+    return markdown
 
