@@ -23,8 +23,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
+if str(ROOT / "scripts") not in sys.path:
+    sys.path.insert(0, str(ROOT / "scripts"))
 import compare_runs  # noqa: E402  (scripts/compare_runs.py)
 import gpu_check  # noqa: E402  (scripts/gpu_check.py, standard library only)
 import plots  # noqa: E402  (scripts/plots.py)
@@ -88,7 +88,25 @@ def example_to_notebook(src: Path) -> bytes:
     nb = jupytext.reads(text, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.pop("jupytext", None)
+    # Same example, same bytes: mkdocs-jupyter caches the executed page on a hash of the notebook,
+    # so the cell ids must not be random (nbformat's default) and the notebook names the versions
+    # that execute it (an upgrade re-executes; the examples import nothing else of the repository).
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    nb.metadata["executed_with"] = {name: _version(name) for name in ("python", "torch", "triton")}
     return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
+
+
+def _version(name: str) -> str:
+    import importlib.metadata
+    import platform
+
+    if name == "python":
+        return platform.python_version()
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def notebook_title(src: Path) -> str:
@@ -99,7 +117,24 @@ def notebook_title(src: Path) -> str:
     raise PluginError(f"{src.relative_to(ROOT)}: the first markdown cell needs a '# # Title' line")
 
 
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check")  # scripts/*.py this hook uses
+
+
+def reload_helpers() -> None:
+    """`mkdocs serve` keeps this module between rebuilds: import the helper scripts afresh, so that
+    an edit to scripts/*.py shows without a restart (results first: the others import it)."""
+    import importlib
+
+    if str(ROOT / "scripts") not in sys.path:  # MkDocs restores sys.path after loading a hook
+        sys.path.insert(0, str(ROOT / "scripts"))
+    for name in HELPERS:
+        sys.modules.pop(name, None)
+    for name in HELPERS:
+        globals()[name] = importlib.import_module(name)
+
+
 def on_config(config, **kwargs):
+    reload_helpers()
     nav = config["nav"]
     section = next((item for item in nav if isinstance(item, dict) and "Examples" in item), None)
     if section is None:
@@ -162,16 +197,36 @@ def on_pre_build(config, **kwargs):
     _BUILD["results"] = data
     _BUILD["stale"] = results.stale_results(data, EXAMPLES)
     _BUILD["reproduction"] = load_reproduction()
-    plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data)
+    plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data,
+                   keyed=True)
     data_dir = DATA / "assets" / "data"
     write_if_changed(data_dir / "results.json", results.to_json(data))
     tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
     if tracer.exists():
-        spec = importlib.util.spec_from_file_location("widget_data", tracer)
-        widget_data = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(widget_data)
-        for name, blob in sorted(widget_data.generate().items()):
+        for name, blob in sorted(widget_traces(tracer).items()):
             write_if_changed(data_dir / name, blob)
+
+
+def widget_traces(tracer: Path) -> dict[str, bytes]:
+    """The widgets' traces of real kernels, re-recorded only when their inputs change: the tracer,
+    the example it traces and the Triton version (kept under .cache/site/traces/<key>.json)."""
+    import hashlib
+    import json
+
+    key = hashlib.sha256()
+    for part in (tracer.read_bytes(), (EXAMPLES / "vector_add.py").read_bytes(), _version("triton").encode()):
+        key.update(hashlib.sha256(part).digest())
+    cached = CACHE / "traces" / f"{key.hexdigest()}.json"
+    if cached.exists():
+        return {name: blob.encode() for name, blob in json.loads(cached.read_text()).items()}
+    spec = importlib.util.spec_from_file_location("widget_data", tracer)
+    widget_data = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(widget_data)
+    blobs = widget_data.generate()
+    for old in cached.parent.glob("*.json"):
+        old.unlink()
+    write_if_changed(cached, json.dumps({name: blob.decode() for name, blob in blobs.items()}).encode())
+    return blobs
 
 
 def load_reproduction():
@@ -212,6 +267,44 @@ def on_files(files, config, **kwargs):
     for blob in sorted((DATA / "assets" / "data").glob("*.json")):
         files.append(File(f"assets/data/{blob.name}", str(DATA), config["site_dir"], use_urls))
     return files
+
+
+def on_nav(nav, config, files, **kwargs):
+    """`mkdocs serve --dirty` (make serve) re-renders only the pages whose Markdown changed. Every
+    page may quote the examples, the results or what the scripts make of them: when any of those
+    changed since the last build, every page counts as changed. The example notebooks always do:
+    mkdocs-jupyter deletes the cached render of each notebook a build did not read, and reading a
+    cached render costs little. (Here, after every plugin's on_files: mkdocs-jupyter's makes the
+    notebooks pages.)"""
+    _BUILD["inputs_key"] = key = shared_inputs_key()
+    everything = not INPUTS_KEY.exists() or INPUTS_KEY.read_text() != key
+    for page_file in files.documentation_pages():
+        if everything or page_file.src_uri.endswith(".ipynb"):
+            page_file.is_modified = lambda: True
+    return nav
+
+
+# What every page may render from, besides its own Markdown.
+SHARED_INPUTS = ("examples", "benchmarks/results", "benchmarks/reproduction", "benchmarks/verified",
+                 "benchmarks/logs/run10", "scripts", "docs/includes", "docs/widgets", "mkdocs.yml")
+INPUTS_KEY = CACHE / "shared-inputs.key"
+
+
+def shared_inputs_key() -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for top in SHARED_INPUTS:
+        path = ROOT / top
+        for f in sorted([path] if path.is_file() else (p for p in path.rglob("*") if p.is_file())):
+            if "__pycache__" not in f.parts:
+                digest.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+    return digest.hexdigest()
+
+
+def on_post_build(config, **kwargs):
+    if "inputs_key" in _BUILD:  # the pages now match these inputs
+        write_if_changed(INPUTS_KEY, _BUILD["inputs_key"].encode())
 
 
 def all_plots(data: results.Results, assets: str) -> str:

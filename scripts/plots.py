@@ -159,23 +159,47 @@ def draw(data: results.Results, bench: str) -> bytes:
     return buf.getvalue()
 
 
-def draw_all(results_dir: Path, out_dir: Path, write=None, data: results.Results | None = None) -> list[Path]:
-    """Draw every bench found under ``results_dir`` (or in ``data``, already loaded); return the SVG paths."""
+def plot_key(data: results.Results, bench: str) -> str:
+    """A hash of everything one plot is drawn from: its rows, its spec, its run's metadata, the
+    drawing code and matplotlib's version."""
+    import hashlib
+    import importlib.metadata
+    import json
+
+    rows = [r for r in data.rows if r["bench"] == bench]
+    inputs = {"rows": rows, "spec": data.specs.get(bench), "meta": data.meta.get(rows[0]["example"]) if rows else None,
+              "code": [results.sha256_of(Path(__file__)), results.sha256_of(Path(results.__file__))],
+              "matplotlib": importlib.metadata.version("matplotlib")}
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def draw_all(results_dir: Path, out_dir: Path, write=None, data: results.Results | None = None,
+             keyed: bool = False) -> list[Path]:
+    """Draw every bench found under ``results_dir`` (or in ``data``, already loaded); return the SVG paths.
+    keyed: redraw a plot only when its inputs changed (``plot_key``, kept beside it as <bench>.key)."""
     data = results.load(results_dir) if data is None else data
     out_dir = Path(out_dir)
     paths = []
     for bench in sorted({r["bench"] for r in data.rows}):
         path = out_dir / f"{bench}.svg"
+        if keyed:
+            key, key_path = plot_key(data, bench), path.with_suffix(".key")
+            if path.exists() and key_path.exists() and key_path.read_text() == key:
+                paths.append(path)
+                continue
+            key_path.unlink(missing_ok=True)  # written after the plot: a crash in between redraws it
         svg = draw(data, bench)
         if write is None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(svg)
         else:
             write(path, svg)
+        if keyed:
+            key_path.write_text(key)
         paths.append(path)
     if out_dir.is_dir():  # drop plots whose data is gone
-        for old in out_dir.glob("*.svg"):
-            if old not in paths:
+        for old in [*out_dir.glob("*.svg"), *out_dir.glob("*.key")]:
+            if old.with_suffix(".svg") not in paths:
                 old.unlink()
     return paths
 
