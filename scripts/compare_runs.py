@@ -188,16 +188,21 @@ def _date(meta: dict[str, dict], examples) -> str:
     return ", ".join(dates) or "an unknown date"
 
 
-def page_notice(c: Comparison, examples: set[str], meta_b: dict, link: str) -> str:
-    """An admonition listing the points of these examples that the second run did not reproduce
-    ("" when every judged point of theirs agreed, or none was judged)."""
-    differ = sorted((p for p in c.differ if p.key[0] in examples), key=lambda p: -abs(p.ratio - 1.0))
+def page_notice(c: Comparison, benches: set[str], stale: set[str], meta_b: dict, link: str) -> str:
+    """An admonition listing the points of these benches that the second run did not reproduce
+    ("" when every judged point of theirs agreed, or none was judged). Examples in ``stale``
+    (results older than their code) are left out: their page says so already."""
+    def mine(p: Point) -> bool:
+        return p.key[1] in benches and p.key[0] not in stale
+
+    differ = sorted((p for p in c.differ if mine(p)), key=lambda p: -abs(p.ratio - 1.0))
     if not differ:
         return ""
-    judged = sum(1 for p in c.judged if p.key[0] in examples)
+    judged = sum(1 for p in c.judged if mine(p))
     body = [
         f'!!! info "{len(differ)} of {judged} points not reproduced within {100 * c.tolerance:g}%"', "",
-        f"    A second full benchmark run on the same GPU ({_date(meta_b, examples)}) measured these points "
+        f"    A second full benchmark run on the same GPU ({_date(meta_b, {p.key[0] for p in differ})}) "
+        "measured these points "
         f"of this page's results more than {100 * c.tolerance:g}% away from the numbers shown "
         f"(spread: how far the passes of each run varied). The other {judged - len(differ)} kernel-time "
         f"points of these results (not host-bound, at least {c.min_us:g} µs) agreed. The whole comparison, "

@@ -323,22 +323,30 @@ WHOLE_SITE = ("targets", "summary", "plots", "repeatability", "provenance", "hos
               "reproduction")  # expressions that quote every result file
 
 
-def quoted_examples(markdown: str, data: results.Results) -> set[str]:
-    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot."""
-    benches, examples = set(), set()
+def quoted_benches(markdown: str) -> set[str] | None:
+    """The benches a page quotes, through ``{{ bench ... }}`` or a plot; None: every result file
+    (a whole-site expression). Names that are no bench (providers of ``winners``) may be in it."""
+    benches = set()
     for m in BENCH_EXPR.finditer(markdown):
         parts = m.group(1).split()
         if not parts:
             continue
         if parts[0] in WHOLE_SITE:
-            return set(data.meta) | {r["example"] for r in data.rows}
-        if parts[0] == "meta" and len(parts) > 1:
-            examples.add(parts[1])
-        elif parts[0] in ("winners", "ceiling", "ridge"):
+            return None
+        if parts[0] in ("winners", "ceiling", "ridge"):
             benches.update(parts[1:])
-        else:
+        elif parts[0] != "meta":
             benches.update(p.split("@", 1)[0] for p in parts[1:] if "@" in p)
-    benches.update(PLOT_REF.findall(markdown))
+    return benches | set(PLOT_REF.findall(markdown))
+
+
+def quoted_examples(markdown: str, data: results.Results) -> set[str]:
+    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot."""
+    benches = quoted_benches(markdown)
+    if benches is None:
+        return set(data.meta) | {r["example"] for r in data.rows}
+    examples = {m.group(1).split()[1] for m in BENCH_EXPR.finditer(markdown)
+                if m.group(1).split()[:1] == ["meta"] and len(m.group(1).split()) > 1}
     for bench in benches:
         try:
             examples.add(data.example_of(bench))
@@ -434,7 +442,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     notice = ""
     if reproduction is not None and not re.search(r"\{\{\s*bench\s+reproduction\s*\}\}", markdown):
         link = "../" * depth + "benchmarks.md#reproduction"
-        notice = compare_runs.page_notice(reproduction[0], quoted - set(stale), reproduction[3], link)
+        benches = quoted_benches(markdown) or set()
+        notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3], link)
     markdown = BENCH_EXPR.sub(render, markdown)
     for block in (notice, stale_notice(old) if old else ""):
         if block:

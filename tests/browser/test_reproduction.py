@@ -80,11 +80,12 @@ def test_no_notice_without_a_difference():
     c = compare_runs.compare({point.key: {**point.a, "metric": "GB/s", "host_bound": False}},
                              {point.key: {**point.b, "metric": "GB/s", "host_bound": False}})
     assert c.judged and not c.differ
-    assert compare_runs.page_notice(c, {"ex"}, {}, "../benchmarks.md#reproduction") == ""
+    assert compare_runs.page_notice(c, {"b"}, set(), {}, "../benchmarks.md#reproduction") == ""
     slow = {point.key: {"ms_p50": 1.2, "spread": 0.0, "metric": "GB/s", "host_bound": False, "x_name": "n"}}
     c2 = compare_runs.compare({point.key: {**point.a, "metric": "GB/s", "host_bound": False, "x_name": "n"}}, slow)
-    text = compare_runs.page_notice(c2, {"ex"}, {"ex": {"date": "2026-12-01T00:00:00"}}, "x.md")
+    text = compare_runs.page_notice(c2, {"b"}, set(), {"ex": {"date": "2026-12-01T00:00:00"}}, "x.md")
     assert text.startswith('!!! info "1 of 1 points not reproduced within 5%"')
     assert "| `b` n = 1, p, do_bench | 1 | 1.2 | 1.200 | 1.0% | 0.0% |" in text
-    assert compare_runs.page_notice(c2, {"other"}, {}, "x.md") == ""
+    assert compare_runs.page_notice(c2, {"other"}, set(), {}, "x.md") == ""
+    assert compare_runs.page_notice(c2, {"b"}, {"ex"}, {}, "x.md") == ""  # stale: its own notice
 
