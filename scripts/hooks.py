@@ -266,7 +266,58 @@ def on_files(files, config, **kwargs):
         files.append(File(f"assets/plots/{svg.name}", str(PLOTS), config["site_dir"], use_urls))
     for blob in sorted((DATA / "assets" / "data").glob("*.json")):
         files.append(File(f"assets/data/{blob.name}", str(DATA), config["site_dir"], use_urls))
+    results_dir = results.RESULTS_DIR / results.GPU_DIR  # each plot's table links to its CSV
+    for csv_file in sorted(results_dir.glob("*.csv")):
+        files.append(File.generated(config, f"{RESULT_FILES_URL}/{csv_file.name}", abs_src_path=str(csv_file)))
     return files
+
+
+RESULT_FILES_URL = f"assets/data/results/{results.GPU_DIR}"
+PLOT_LINE = re.compile(r"^(?P<indent>\s*)!\[.*\]\([^)]*assets/plots/(?P<bench>[\w.-]+)\.svg\)\s*$")  # alt may hold []
+
+
+def plot_numbers(data: results.Results, bench: str, up: str) -> str:
+    """A table of the points one plot draws (the series it shows, by x) and a link to its CSV."""
+    rows = [r for r in data.rows if r["bench"] == bench]
+    spec = data.specs.get(bench, {})
+    series = plots.plot_series(rows, spec)
+    columns = sorted(series, key=lambda k: (not k[0].startswith("triton"), k[0], k[1] != "do_bench", k[1]))
+    xs = list(dict.fromkeys(r["x"] for r in rows))
+    cell = {(r["x"], r["provider"], r["timing"]): r for r in rows}
+    names = [p if t == "do_bench" or len({t2 for p2, t2 in columns if p2 == p}) == 1
+             else f"{p} ({plots.TIMING_NAMES.get(t, t)})" for p, t in columns]
+    lines = [f"| {spec.get('x_name') or rows[0]['x_name']} | " + " | ".join(names) + " |",
+             "| --- " * (len(columns) + 1) + "|"]
+    for x in xs:
+        values = []
+        for p, t in columns:
+            r = cell.get((x, p, t))
+            values.append("–" if r is None else results.fmt_value(r["value"], r["metric"])
+                          + (" *" if r.get("host_bound") else ""))
+        lines.append(f"| {x} | " + " | ".join(values) + " |")
+    example = rows[0]["example"]
+    note = " \\* host-bound: the do_bench time is mostly launch cost." if any(r.get("host_bound") for r in rows) else ""
+    return "\n".join(lines) + (f"\n\nFrom [`{data.csv_path(example)}`]({up}{RESULT_FILES_URL}/{example}.csv).{note}")
+
+
+def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
+    """Under each plot on a page, its numbers in a collapsed block."""
+    out, fence = [], None
+    for line in markdown.split("\n"):
+        out.append(line)
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
+            continue
+        m = PLOT_LINE.match(line) if fence is None else None
+        if m is None or not any(r["bench"] == m.group("bench") for r in data.rows):
+            continue
+        pad = m.group("indent")
+        table = plot_numbers(data, m.group("bench"), up)
+        out += ["", f'{pad}??? note "The numbers behind this plot"', ""]
+        out += [f"{pad}    {t}" if t else "" for t in table.split("\n")]
+        out.append("")
+    return "\n".join(out)
 
 
 def on_nav(nav, config, files, **kwargs):
@@ -445,6 +496,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         benches = quoted_benches(markdown) or set()
         notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3], link)
     markdown = BENCH_EXPR.sub(render, markdown)
+    markdown = add_plot_numbers(markdown, data, "../" * depth)
     for block in (notice, stale_notice(old) if old else ""):
         if block:
             markdown = insert_after_title(markdown, block)

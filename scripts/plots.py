@@ -24,7 +24,11 @@ PALETTE = {
     "cublas": "#e53935",
 }
 TIMING_NAMES = {"cudagraph": "CUDA graph", "host_wall": "host wall clock", "cuda_events": "CUDA events"}
-FALLBACK = ["#1e88e5", "#c0ca33", "#8d6e63", "#d81b60", "#43a047", "#fdd835"]
+# Every other provider gets one of these, by its place among all the site's providers, so a
+# provider has the same colour on every plot (the site-tier tests check that no two providers of
+# one plot share a colour).
+FALLBACK = ["#1e88e5", "#43a047", "#d81b60", "#8d6e63", "#00acc1", "#c0ca33", "#5c6bc0", "#f9a825",
+            "#ab47bc", "#827717"]
 
 
 def _is_number(text: str) -> bool:
@@ -35,8 +39,17 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def provider_color(provider: str, i: int) -> str:
-    return PALETTE.get(provider, FALLBACK[i % len(FALLBACK)])
+def site_providers(data: results.Results) -> list[str]:
+    """The providers without a fixed colour, over every result file, in a stable order."""
+    return sorted({r["provider"] for r in data.rows} - set(PALETTE))
+
+
+def provider_color(provider: str, others: list[str]) -> str:
+    """A provider's colour on every plot: fixed for the main ones, else by its place in ``others``
+    (``site_providers``)."""
+    if provider in PALETTE:
+        return PALETTE[provider]
+    return FALLBACK[others.index(provider) % len(FALLBACK)] if provider in others else INK
 
 
 def caption(meta: dict, timings=()) -> str:
@@ -54,10 +67,10 @@ def caption(meta: dict, timings=()) -> str:
                + ("; dashed: do_bench_cudagraph (CUDA-graph replay, no host cost)" if graph_shown else ""))
     else:
         how = f"one pass (a result file older than the spread and host-bound columns): {meta['method']}"
-    return "\n".join([run] + textwrap.wrap(how, 150))
+    return "\n".join([run] + textwrap.wrap(how, 110))
 
 
-def _series(rows: list[dict], spec: dict) -> dict[tuple[str, str], list[dict]]:
+def plot_series(rows: list[dict], spec: dict) -> dict[tuple[str, str], list[dict]]:
     """(provider, timing) -> its rows. A provider's CUDA-graph partner of its do_bench series is
     drawn only where the bench's spec asks for it (``"cudagraph": True``)."""
     series: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -84,7 +97,7 @@ def draw(data: results.Results, bench: str) -> bytes:
     labels = list(dict.fromkeys(r["x"] for r in rows))  # in measurement order
     numeric = all(_is_number(x) for x in labels)
     position = {x: (float(x) if numeric else i) for i, x in enumerate(labels)}
-    series = _series(rows, spec)
+    series = plot_series(rows, spec)
 
     plt.rcParams.update({
         "svg.hashsalt": "triton-in-tiles",
@@ -94,14 +107,15 @@ def draw(data: results.Results, bench: str) -> bytes:
         "text.color": INK, "axes.labelcolor": INK, "axes.edgecolor": INK,
         "xtick.color": INK, "ytick.color": INK,
     })
+    others = site_providers(data)
     fig, ax = plt.subplots(figsize=(7.2, 4.0))
     fig.patch.set_alpha(0.0)
     ax.set_facecolor("none")
     providers = sorted({p for p, _ in series}, key=lambda p: (p != "triton" and not p.startswith("triton"), p))
     styles = {"do_bench": "-", "cudagraph": "--"}
     any_host_bound = any_spread = False
-    for i, provider in enumerate(providers):
-        color = provider_color(provider, i)
+    for provider in providers:
+        color = provider_color(provider, others)
         timings = sorted({t for p, t in series if p == provider}, key=lambda t: (t != "do_bench", t))
         for timing in timings:
             pts = sorted(series[(provider, timing)], key=lambda r: position[r["x"]])
@@ -149,10 +163,17 @@ def draw(data: results.Results, bench: str) -> bytes:
     ax.set_ylim(bottom=0)
     ax.grid(True, color=INK, alpha=0.25, linewidth=0.6)
     ax.set_title(spec.get("title", bench), color=INK)
-    ax.legend(handles, names, fontsize=8, frameon=False, loc="best")
+    # Below the axes, never over the data: the legend in two columns, then the caption.
     text = caption(meta, {t for _, t in series})
-    fig.text(0.01, 0.01, text, fontsize=6.5, color=INK)
-    fig.tight_layout(rect=(0, 0.025 * (text.count("\n") + 1) + 0.01, 1, 1))
+    legend_rows = (len(names) + 1) // 2
+    fig.set_size_inches(7.2, 4.0 + 0.2 * legend_rows + 0.12 * (text.count("\n") + 1))
+    height = fig.get_size_inches()[1]
+    caption_h = (0.12 * (text.count("\n") + 1) + 0.08) / height
+    legend_h = (0.2 * legend_rows + 0.1) / height
+    fig.text(0.01, 0.02 / height, text, fontsize=6.5, color=INK)
+    fig.legend(handles, names, fontsize=8, frameon=False, loc="lower left", ncol=2,
+               bbox_to_anchor=(0.01, caption_h), borderaxespad=0.0)
+    fig.tight_layout(rect=(0, caption_h + legend_h, 1, 1))
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
@@ -169,6 +190,7 @@ def plot_key(data: results.Results, bench: str) -> str:
     rows = [r for r in data.rows if r["bench"] == bench]
     inputs = {"rows": rows, "spec": data.specs.get(bench), "meta": data.meta.get(rows[0]["example"]) if rows else None,
               "code": [results.sha256_of(Path(__file__)), results.sha256_of(Path(results.__file__))],
+              "colours": site_providers(data),
               "matplotlib": importlib.metadata.version("matplotlib")}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
