@@ -144,6 +144,7 @@ def on_config(config, **kwargs):
     sources = {src.stem: src for src in example_files()}
     docs_dir = Path(config["docs_dir"])
     pages = [docs_dir / page for page in nav_pages([item for item in nav if item is not section])]
+    _BUILD["story_pages"] = [(page.relative_to(docs_dir).as_posix(), page) for page in pages]
     for stem in reading_order(pages, list(sources)):
         target = f"examples/{stem}.ipynb"
         if target not in listed:
@@ -431,12 +432,27 @@ def insert_after_title(markdown: str, block: str) -> str:
     return block + "\n" + markdown
 
 
-def examples_table(page_path: str) -> str:
-    """A row per examples/*.py: its notebook page and the command that runs it."""
+def examples_table(page_path: str, data: results.Results | None = None) -> str:
+    """The map of the stories, in reading order: each example's notebook, the pages that teach
+    with it, its tests, its result file, its plots and the command that runs it."""
     up = "../" * page_path.count("/")
-    rows = ["| example | run it |", "| --- | --- |"]
-    for src in example_files():
-        rows.append(f"| [{notebook_title(src)}]({up}examples/{src.stem}.ipynb) | `python examples/{src.name}` |")
+    story_pages = _BUILD.get("story_pages", [])
+    sources = {src.stem: src for src in example_files()}
+    rows = ["| story | taught on | tests | results | plots | run it |", "| --- | --- | --- | --- | --- | --- |"]
+    for stem in reading_order([path for _, path in story_pages], list(sources)):
+        src = sources[stem]
+        text = {rel: path.read_text() for rel, path in story_pages if path.is_file()}
+        taught = [f"[{rel.removesuffix('.md')}]({up}{rel})" for rel in text
+                  if stem in EXAMPLE_REF.findall(text[rel])]
+        test = ROOT / "tests" / f"test_{stem}.py"
+        csv_file = results.RESULTS_DIR / results.GPU_DIR / f"{stem}.csv"
+        benches = sorted({r["bench"] for r in data.rows if r["example"] == stem}) if data else []
+        rows.append(
+            f"| [{notebook_title(src)}]({up}examples/{stem}.ipynb) | {'<br>'.join(taught) or '–'} "
+            f"| {f'`tests/{test.name}`' if test.exists() else '–'} "
+            f"| {f'[`{stem}.csv`]({up}{RESULT_FILES_URL}/{stem}.csv)' if csv_file.exists() else '–'} "
+            f"| {'<br>'.join(f'[{b}]({up}assets/plots/{b}.svg)' for b in benches) or '–'} "
+            f"| `python examples/{src.name}` |")
     return "\n".join(rows)
 
 
@@ -487,7 +503,6 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
                               f"{type(err).__name__}: {err}") from err
 
     markdown = VERIFIED_EXPR.sub(lambda m: gpu_check.page_text(), markdown)
-    markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path), markdown)
     quoted = quoted_examples(markdown, data)
     old = [stale[e] for e in sorted(quoted) if e in stale]
     notice = ""
@@ -497,6 +512,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3], link)
     markdown = BENCH_EXPR.sub(render, markdown)
     markdown = add_plot_numbers(markdown, data, "../" * depth)
+    # The map of the stories links every plot and result file; it quotes no number.
+    markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path, data), markdown)
     for block in (notice, stale_notice(old) if old else ""):
         if block:
             markdown = insert_after_title(markdown, block)
