@@ -48,6 +48,7 @@ test: install
 	$(BIN)/ruff check .
 	$(BIN)/python scripts/results.py --stale  # result files older than their example (printed, not fatal)
 	$(BIN)/pytest -n 2 tests --ignore=tests/browser
+	$(BIN)/python scripts/check_exercises.py
 	$(BIN)/pytest -n 2 --codeblocks docs/
 	$(BIN)/mkdocs build --strict
 	$(BIN)/pytest tests/browser
