@@ -29,6 +29,7 @@ import compare_runs  # noqa: E402  (scripts/compare_runs.py)
 import gpu_check  # noqa: E402  (scripts/gpu_check.py, standard library only)
 import plots  # noqa: E402  (scripts/plots.py)
 import results  # noqa: E402  (scripts/results.py)
+import sections  # noqa: E402  (scripts/sections.py)
 import targets  # noqa: E402  (scripts/targets.py)
 
 EXAMPLES = ROOT / "examples"
@@ -40,7 +41,6 @@ DATA = CACHE / "data"  # JSON for the widgets: results, and traces of real kerne
 REPRODUCTION = ROOT / "benchmarks" / "reproduction" / results.GPU_DIR
 # What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
 MATMUL_VARIATION = ROOT / "benchmarks" / "logs" / "run10" / "matmul_variation.json"
-SECTION_MARKER = re.compile(r"^\s*#\s*-+8<-+\s*\[(start|end):([\w-]+)\]\s*$")
 
 
 def example_files() -> list[Path]:
@@ -57,34 +57,14 @@ def write_if_changed(path: Path, data: bytes) -> bool:
 
 
 def check_sections(src: Path) -> list[str]:
-    """Problems with the section markers of one example (an unmatched marker would make
-    pymdownx.snippets silently include everything up to the end of the file)."""
-    problems, open_at, seen = [], {}, set()
-    for lineno, line in enumerate(src.read_text().splitlines(), 1):
-        if "8<" not in line:
-            continue
-        m = SECTION_MARKER.match(line)
-        if m is None:
-            problems.append(f"{src.name}:{lineno}: malformed section marker {line.strip()!r}")
-            continue
-        kind, name = m.groups()
-        if kind == "start":
-            if name in seen or name in open_at:
-                problems.append(f"{src.name}:{lineno}: section {name!r} starts twice")
-            open_at[name] = lineno
-        elif name not in open_at:
-            problems.append(f"{src.name}:{lineno}: section {name!r} ends but never started")
-        else:
-            del open_at[name]
-            seen.add(name)
-    problems += [f"{src.name}:{n}: section {name!r} never ends" for name, n in open_at.items()]
-    return problems
+    """Problems with the section markers of one example (scripts/sections.py)."""
+    return sections.problems(src)
 
 
 def example_to_notebook(src: Path) -> bytes:
     import jupytext
 
-    text = "\n".join(line for line in src.read_text().splitlines() if not SECTION_MARKER.match(line))
+    text = sections.without_markers(src.read_text())
     nb = jupytext.reads(text, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.pop("jupytext", None)
@@ -117,7 +97,7 @@ def notebook_title(src: Path) -> str:
     raise PluginError(f"{src.relative_to(ROOT)}: the first markdown cell needs a '# # Title' line")
 
 
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check")  # scripts/*.py this hook uses
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections")  # scripts/*.py this hook uses
 
 
 def reload_helpers() -> None:

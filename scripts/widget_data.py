@@ -19,6 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sections  # noqa: E402  (scripts/sections.py: the one section-marker parser)
+
 ROOT = Path(__file__).resolve().parent.parent
 VECTOR_ADD = ROOT / "examples" / "vector_add.py"
 
@@ -28,8 +32,6 @@ TRACE_BLOCKS = [4, 8, 16, 32]
 # The run the kernel-stepper walks through: values included.
 STEPPER_N, STEPPER_BLOCK = 10, 4
 
-MARKER = re.compile(r"^\s*#\s*-+8<-+\s*\[(start|end):([\w-]+)\]\s*$")
-ANNOTATION = re.compile(r"\s+#\s*\(\d+\)!\s*$")  # Material code annotations: `# (1)!`
 
 # Which source line each stepper step highlights: (step id, regex on the stripped line).
 STEP_PATTERNS = [
@@ -100,17 +102,7 @@ print(json.dumps(result))
 
 def kernel_source(path: Path = VECTOR_ADD, section: str = "kernel") -> list[str]:
     """The lines of a `--8<-- [start:section]` ... `[end:section]` section, annotations removed."""
-    lines, inside = [], False
-    for line in path.read_text().splitlines():
-        m = MARKER.match(line)
-        if m and m.group(2) == section:
-            if m.group(1) == "end":
-                return lines
-            inside = True
-            continue
-        if inside and not m:
-            lines.append(ANNOTATION.sub("", line))
-    raise RuntimeError(f"{path.name}: no complete [start:{section}] ... [end:{section}] section")
+    return sections.section(path, section)
 
 
 def step_lines(source: list[str]) -> dict[str, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-import re
+import sys
 
 import pytest
 
@@ -167,9 +167,10 @@ def test_programs_in_flight(base_url, page):
 
 
 def _kernel_source() -> list[str]:
-    text = (ROOT / "examples" / "vector_add.py").read_text()
-    body = text.split("# --8<-- [start:kernel]\n", 1)[1].split("# --8<-- [end:kernel]", 1)[0]
-    return [re.sub(r"\s+#\s*\(\d+\)!$", "", line) for line in body.splitlines()]
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import sections  # the one section-marker parser (scripts/sections.py)
+
+    return sections.section(ROOT / "examples" / "vector_add.py", "kernel")
 
 
 def test_kernel_stepper(base_url, page):
