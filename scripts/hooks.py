@@ -261,17 +261,14 @@ def plot_numbers(data: results.Results, bench: str, up: str) -> str:
     """A table of the points one plot draws (the series it shows, by x) and a link to its CSV."""
     rows = [r for r in data.rows if r["bench"] == bench]
     spec = data.specs.get(bench, {})
-    series = plots.plot_series(rows, spec)
-    columns = sorted(series, key=lambda k: (not k[0].startswith("triton"), k[0], k[1] != "do_bench", k[1]))
+    columns = plots.legend_series(plots.plot_series(rows, spec))  # the plot's series, named as in its legend
     xs = list(dict.fromkeys(r["x"] for r in rows))
     cell = {(r["x"], r["provider"], r["timing"]): r for r in rows}
-    names = [p if t == "do_bench" or len({t2 for p2, t2 in columns if p2 == p}) == 1
-             else f"{p} ({plots.TIMING_NAMES.get(t, t)})" for p, t in columns]
-    lines = [f"| {spec.get('x_name') or rows[0]['x_name']} | " + " | ".join(names) + " |",
+    lines = [f"| {spec.get('x_name') or rows[0]['x_name']} | " + " | ".join(name for _, _, name in columns) + " |",
              "| --- " * (len(columns) + 1) + "|"]
     for x in xs:
         values = []
-        for p, t in columns:
+        for p, t, _ in columns:
             r = cell.get((x, p, t))
             values.append("–" if r is None else results.fmt_value(r["value"], r["metric"])
                           + (" *" if r.get("host_bound") else ""))
@@ -281,24 +278,30 @@ def plot_numbers(data: results.Results, bench: str, up: str) -> str:
     return "\n".join(lines) + (f"\n\nFrom [`{data.csv_path(example)}`]({up}{RESULT_FILES_URL}/{example}.csv).{note}")
 
 
-def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
-    """Under each plot on a page, its numbers in a collapsed block."""
-    out, fence = [], None
-    for line in markdown.split("\n"):
-        out.append(line)
+def prose_lines(lines: list[str]):
+    """(index, line) of the lines outside code fences (the fence lines themselves left out)."""
+    fence = None
+    for i, line in enumerate(lines):
         stripped = line.lstrip()
         if stripped.startswith(("```", "~~~")):
             fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
-            continue
-        m = PLOT_LINE.match(line) if fence is None else None
+        elif fence is None:
+            yield i, line
+
+
+def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
+    """Under each plot on a page, its numbers in a collapsed block."""
+    lines = markdown.split("\n")
+    after: dict[int, list[str]] = {}  # line index -> the block that follows it
+    for i, line in prose_lines(lines):
+        m = PLOT_LINE.match(line)
         if m is None or not any(r["bench"] == m.group("bench") for r in data.rows):
             continue
         pad = m.group("indent")
         table = plot_numbers(data, m.group("bench"), up)
-        out += ["", f'{pad}??? note "The numbers behind this plot"', ""]
-        out += [f"{pad}    {t}" if t else "" for t in table.split("\n")]
-        out.append("")
-    return "\n".join(out)
+        after[i] = (["", f'{pad}??? note "The numbers behind this plot"', ""]
+                    + [f"{pad}    {t}" if t else "" for t in table.split("\n")] + [""])
+    return "\n".join(out for i, line in enumerate(lines) for out in [line, *after.get(i, [])])
 
 
 def on_nav(nav, config, files, **kwargs):
@@ -372,9 +375,9 @@ def quoted_benches(markdown: str) -> set[str] | None:
     return benches | set(PLOT_REF.findall(markdown))
 
 
-def quoted_examples(markdown: str, data: results.Results) -> set[str]:
-    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot."""
-    benches = quoted_benches(markdown)
+def quoted_examples(markdown: str, data: results.Results, benches: set[str] | None) -> set[str]:
+    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot
+    (``benches``: ``quoted_benches(markdown)``)."""
     if benches is None:
         return set(data.meta) | {r["example"] for r in data.rows}
     examples = {m.group(1).split()[1] for m in BENCH_EXPR.finditer(markdown)
@@ -402,12 +405,9 @@ def stale_notice(stale: list[results.Stale]) -> str:
 
 def insert_after_title(markdown: str, block: str) -> str:
     """Put a block right under the page's first '# ' heading (outside code fences), else on top."""
-    lines, fence = markdown.split("\n"), None
-    for i, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
-        elif fence is None and line.startswith("# "):
+    lines = markdown.split("\n")
+    for i, line in prose_lines(lines):
+        if line.startswith("# "):
             return "\n".join(lines[: i + 1] + ["", block] + lines[i + 1:])
     return block + "\n" + markdown
 
@@ -483,12 +483,11 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
                               f"{type(err).__name__}: {err}") from err
 
     markdown = VERIFIED_EXPR.sub(lambda m: gpu_check.page_text(), markdown)
-    quoted = quoted_examples(markdown, data)
-    old = [stale[e] for e in sorted(quoted) if e in stale]
+    benches = quoted_benches(markdown)
+    old = [stale[e] for e in sorted(quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""
-    if reproduction is not None and not re.search(r"\{\{\s*bench\s+reproduction\s*\}\}", markdown):
+    if reproduction is not None and benches is not None:  # a whole-site page has the full account
         link = "../" * depth + "benchmarks.md#reproduction"
-        benches = quoted_benches(markdown) or set()
         notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3], link)
     markdown = BENCH_EXPR.sub(render, markdown)
     markdown = add_plot_numbers(markdown, data, "../" * depth)

@@ -83,6 +83,19 @@ def plot_series(rows: list[dict], spec: dict) -> dict[tuple[str, str], list[dict
     return series
 
 
+def legend_series(series: dict[tuple[str, str], list[dict]]) -> list[tuple[str, str, str]]:
+    """(provider, timing, label) of each series, in legend order: Triton providers first, each
+    provider's do_bench series before its others; a provider drawn once is named alone."""
+    providers = sorted({p for p, _ in series}, key=lambda p: (not p.startswith("triton"), p))
+    out = []
+    for provider in providers:
+        timings = sorted({t for p, t in series if p == provider}, key=lambda t: (t != "do_bench", t))
+        for timing in timings:
+            alone = len(timings) == 1 or timing == "do_bench"
+            out.append((provider, timing, provider if alone else f"{provider} ({TIMING_NAMES.get(timing, timing)})"))
+    return out
+
+
 def draw(data: results.Results, bench: str) -> bytes:
     import matplotlib
 
@@ -111,36 +124,31 @@ def draw(data: results.Results, bench: str) -> bytes:
     fig, ax = plt.subplots(figsize=(7.2, 4.0))
     fig.patch.set_alpha(0.0)
     ax.set_facecolor("none")
-    providers = sorted({p for p, _ in series}, key=lambda p: (p != "triton" and not p.startswith("triton"), p))
     styles = {"do_bench": "-", "cudagraph": "--"}
+    drawn = legend_series(series)
     any_host_bound = any_spread = False
-    for provider in providers:
+    for provider, timing, label in drawn:
         color = provider_color(provider, others)
-        timings = sorted({t for p, t in series if p == provider}, key=lambda t: (t != "do_bench", t))
-        for timing in timings:
-            pts = sorted(series[(provider, timing)], key=lambda r: position[r["x"]])
-            xs = [position[r["x"]] for r in pts]
-            ys = [r["value"] for r in pts]
-            if len(timings) == 1:  # one series: the provider's name says it all
-                label, style = provider, "-"
-            else:
-                label = provider if timing == "do_bench" else f"{provider} ({TIMING_NAMES.get(timing, timing)})"
-                style = styles.get(timing, "-.")
-            ax.plot(xs, ys, style, color=color, label=label, linewidth=1.6)
-            host_bound = [r.get("host_bound") is True for r in pts]
-            any_host_bound |= any(host_bound)
-            for hollow in (False, True):
-                pick = [(x, y) for x, y, h in zip(xs, ys, host_bound, strict=True) if h == hollow]
-                if pick:
-                    ax.plot([p[0] for p in pick], [p[1] for p in pick], marker="o", markersize=4.5 if hollow else 3.5,
-                            color=color, markerfacecolor="none" if hollow else color, markeredgewidth=1.2,
-                            linestyle="none")
-            wide = [(x, y) for x, y, r in zip(xs, ys, pts, strict=True)
-                    if (r.get("spread") or 0.0) > results.SPREAD_FLAG]
-            if wide:
-                any_spread = True
-                ax.plot([p[0] for p in wide], [p[1] for p in wide], marker="x", markersize=8, color=INK,
-                        markeredgewidth=1.4, linestyle="none")
+        pts = sorted(series[(provider, timing)], key=lambda r: position[r["x"]])
+        xs = [position[r["x"]] for r in pts]
+        ys = [r["value"] for r in pts]
+        one = sum(1 for p, _, _ in drawn if p == provider) == 1  # one series: the name says it all
+        style = "-" if one else styles.get(timing, "-.")
+        ax.plot(xs, ys, style, color=color, label=label, linewidth=1.6)
+        host_bound = [r.get("host_bound") is True for r in pts]
+        any_host_bound |= any(host_bound)
+        for hollow in (False, True):
+            pick = [(x, y) for x, y, h in zip(xs, ys, host_bound, strict=True) if h == hollow]
+            if pick:
+                ax.plot([p[0] for p in pick], [p[1] for p in pick], marker="o", markersize=4.5 if hollow else 3.5,
+                        color=color, markerfacecolor="none" if hollow else color, markeredgewidth=1.2,
+                        linestyle="none")
+        wide = [(x, y) for x, y, r in zip(xs, ys, pts, strict=True)
+                if (r.get("spread") or 0.0) > results.SPREAD_FLAG]
+        if wide:
+            any_spread = True
+            ax.plot([p[0] for p in wide], [p[1] for p in wide], marker="x", markersize=8, color=INK,
+                    markeredgewidth=1.4, linestyle="none")
     handles, names = ax.get_legend_handles_labels()
     if spec.get("ceiling"):
         name, value = data.ceiling(bench)
