@@ -107,12 +107,16 @@ def _runs_line(meta: dict[str, dict]) -> str:
     return f"{', '.join(gpus) or '?'}; measured {', '.join(dates) or '?'}; commit {', '.join(commits) or '?'}"
 
 
-def _table(points: list[Point]) -> list[str]:
-    out = ["| point | A (ms) | B (ms) | B / A | spread A | spread B |", "| --- | --- | --- | --- | --- | --- |"]
+def _table(points: list[Point], header: str = "| point | A (ms) | B (ms) | B / A | spread A | spread B |",
+           name=lambda p: p.name) -> list[str]:
+    """A Markdown table of points: name, both times, their ratio and both runs' spreads."""
+    def spread(row: dict) -> str:
+        return "–" if row.get("spread") is None else f"{100 * row['spread']:.1f}%"
+
+    out = [header, "| --- | --- | --- | --- | --- | --- |"]
     for p in points:
-        sa = "–" if p.a.get("spread") is None else f"{100 * p.a['spread']:.1f}%"
-        sb = "–" if p.b.get("spread") is None else f"{100 * p.b['spread']:.1f}%"
-        out.append(f"| {p.name} | {p.a['ms_p50']:.4g} | {p.b['ms_p50']:.4g} | {p.ratio:.3f} | {sa} | {sb} |")
+        out.append(f"| {name(p)} | {p.a['ms_p50']:.4g} | {p.b['ms_p50']:.4g} | {p.ratio:.3f} "
+                   f"| {spread(p.a)} | {spread(p.b)} |")
     return out
 
 
@@ -172,15 +176,8 @@ def compare_folders(run_a: Path, run_b: Path, tolerance: float = 0.05,
 # --- for the site (scripts/hooks.py): the second run's verdict, on the pages it concerns ---------
 
 def _site_table(points: list[Point]) -> list[str]:
-    out = ["| point | shown (ms) | second run (ms) | second / shown | spread shown | spread second |",
-           "| --- | --- | --- | --- | --- | --- |"]
-    for p in points:
-        sa = "–" if p.a.get("spread") is None else f"{100 * p.a['spread']:.1f}%"
-        sb = "–" if p.b.get("spread") is None else f"{100 * p.b['spread']:.1f}%"
-        example, bench, x, provider, timing = p.key
-        out.append(f"| `{bench}` {p.a.get('x_name', 'x')} = {x}, {provider}, {timing} | {p.a['ms_p50']:.4g} "
-                   f"| {p.b['ms_p50']:.4g} | {p.ratio:.3f} | {sa} | {sb} |")
-    return out
+    return _table(points, "| point | shown (ms) | second run (ms) | second / shown | spread shown | spread second |",
+                  lambda p: f"`{p.key[1]}` {p.a.get('x_name', 'x')} = {p.key[2]}, {p.key[3]}, {p.key[4]}")
 
 
 def _date(meta: dict[str, dict], examples) -> str:

@@ -90,6 +90,20 @@ def _providers(data: results.Results, bench: str) -> list[str]:
     return sorted({r["provider"] for r in data.rows if r["bench"] == bench})
 
 
+GRAPH_NOTE = "CUDA graph: do_bench is host-bound"
+
+
+def _versus(data, bench, x, ours: str, peers: list[str], timing=None) -> tuple[float | None, str, float | None]:
+    """(ours / the fastest of ``peers``, the timing compared, the sum of the two points' spreads).
+    timing None: do_bench, or the CUDA graph where one of these do_bench points is host-bound."""
+    t = timing or judged_timing(data, bench, x, [ours, *peers])
+    mine = _value(data, bench, x, ours, t)
+    found = sorted((v, p) for p in peers if (v := _value(data, bench, x, p, t)))
+    if mine is None or not found:
+        return None, t, None
+    return mine / found[-1][0], t, _spread(data, [(bench, x, ours, t), (bench, x, found[-1][1], t)])
+
+
 def _best_ratio(data, benches, x, peer, timing=None) -> tuple[float | None, str, float | None]:
     """Best (ours / peer) over our providers in the given benches, each against the peer of its own
     run; (ratio, who, spread). timing None: do_bench, or the CUDA graph where a point is host-bound."""
@@ -98,13 +112,10 @@ def _best_ratio(data, benches, x, peer, timing=None) -> tuple[float | None, str,
         for provider in _providers(data, bench):
             if not provider.startswith("triton"):
                 continue
-            t = timing or judged_timing(data, bench, x, [provider, peer])
-            base, ours = _value(data, bench, x, peer, t), _value(data, bench, x, provider, t)
-            if base and ours is not None and (best is None or ours / base > best):
-                best = ours / base
-                who = f"{provider} ({bench})" + (", CUDA graph: do_bench is host-bound" if t != timing
-                                                 and t == "cudagraph" else "")
-                spread = _spread(data, [(bench, x, provider, t), (bench, x, peer, t)])
+            ratio, t, ratio_spread = _versus(data, bench, x, provider, [peer], timing)
+            if ratio is not None and (best is None or ratio > best):
+                best, spread = ratio, ratio_spread
+                who = f"{provider} ({bench})" + (f", {GRAPH_NOTE}" if t != timing and t == "cudagraph" else "")
     return best, who, spread
 
 
@@ -131,14 +142,9 @@ def evaluate(data: results.Results) -> list[Check]:
     # Softmax over 2^26 elements.
     for n in SOFTMAX_N:
         checks.append(of_ceiling("softmax fp32 ≥ 95% of copy", f"N = {n}", "softmax_fp32", n, 0.95))
-        t = judged_timing(data, "softmax_fp32", n, ["triton", "torch", "torch.compile"])
-        ours = _value(data, "softmax_fp32", n, "triton", t)
-        peers = sorted((v, p) for p in ("torch", "torch.compile") if (v := _value(data, "softmax_fp32", n, p, t)))
-        ratio = ours / peers[-1][0] if ours is not None and peers else None
-        spread = _spread(data, [("softmax_fp32", n, "triton", t), ("softmax_fp32", n, peers[-1][1], t)]) \
-            if peers else None
+        ratio, t, spread = _versus(data, "softmax_fp32", n, "triton", ["torch", "torch.compile"])
         checks.append(Check("softmax fp32 ≥ faster of torch, torch.compile", f"N = {n}", ratio, 1.0, "x",
-                            "CUDA graph: do_bench is host-bound" if t == "cudagraph" else "", spread))
+                            GRAPH_NOTE if t == "cudagraph" else "", spread))
     for n in SOFTMAX_LONG_N:
         checks.append(of_ceiling("softmax fp32, long rows ≥ 80% of copy", f"N = {n}", "softmax_fp32", n, 0.80))
     # Matmul: best of our variants against cuBLAS measured in the same run.
@@ -158,15 +164,10 @@ def evaluate(data: results.Results) -> list[Check]:
     # Fused linear + bias + GELU.
     for shape in LINEAR_GELU:
         for peer, need in (("torch.compile", 1.1), ("torch", 1.3)):
-            t = judged_timing(data, "linear_gelu_fp16", shape, ["triton", peer])
-            ours, base = _value(data, "linear_gelu_fp16", shape, "triton", t), \
-                _value(data, "linear_gelu_fp16", shape, peer, t)
-            ratio = ours / base if ours is not None and base else None
+            ratio, t, spread = _versus(data, "linear_gelu_fp16", shape, "triton", [peer])
             name = "eager" if peer == "torch" else peer
             checks.append(Check(f"linear + bias + GELU fp16 ≥ {need}× {name}", shape, ratio, need, "x",
-                                "CUDA graph: do_bench is host-bound" if t == "cudagraph" else "",
-                                _spread(data, [("linear_gelu_fp16", shape, "triton", t),
-                                               ("linear_gelu_fp16", shape, peer, t)])))
+                                GRAPH_NOTE if t == "cudagraph" else "", spread))
     return checks
 
 
