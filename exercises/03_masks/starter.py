@@ -28,10 +28,6 @@ def _check_tensor(name: str, t, ndim: int) -> None:
         raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
 
-def _check_block(name: str, v: int) -> None:
-    if not isinstance(v, int) or v <= 0 or v & (v - 1):
-        raise ValueError(f"{name} must be a positive power of two, got {v!r}")
-
 MAX_COLS = 8192  # one tile per row, held in registers
 
 
