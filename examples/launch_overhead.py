@@ -191,9 +191,11 @@ class GraphLauncher:
 #
 # Two clocks. A host wall clock around many back-to-back calls, with one
 # synchronize at the end, measures what a Python loop of launches costs: whichever
-# of the CPU and the GPU is slower sets it. `do_bench` measures the GPU time between
-# CUDA events, which excludes the host. When the first is much larger than the
-# second, the GPU is waiting for the CPU.
+# of the CPU and the GPU is slower sets it. `do_bench` measures between CUDA events
+# around each call, after an L2 flush that hides only part of the host's work: on a
+# kernel of a few microseconds, launch cost shows up in it too. A CUDA-graph replay
+# leaves the host out. When the wall clock is much larger than the graph time, the
+# GPU is waiting for the CPU.
 
 
 # %%

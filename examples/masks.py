@@ -233,9 +233,9 @@ def self_check(sizes=(1, 17, 781, 1023, 1025)) -> None:
 # %% [markdown]
 # ## Benchmark spec
 #
-# Bias + ReLU over 4096 rows, with column counts on and off the powers of two:
-# a ragged last tile should cost nothing measurable. Bytes moved: read x, read b,
-# write y.
+# Bias + ReLU over 4096 rows, with column counts on and off the powers of two,
+# to measure what a ragged last tile costs (docs/guide/masks.md reads the result).
+# Bytes moved: read x, read b, write y.
 
 
 # %%
