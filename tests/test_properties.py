@@ -43,6 +43,7 @@ import split_k
 import strides
 import tensor_descriptors
 import testing_kernels
+import tile_compute
 import timing_methods
 import torch
 import torch_op
@@ -855,6 +856,54 @@ def test_debugging_row_sum_in_pdb(shape, dtype, layout, values, seed):
                acc_rtol=accumulation_rtol(shape[1], dtype, tf32=False), call=r.call)
 
 
+# --------------------------------------------------------------------------- tile_compute
+
+
+@budget(0.25)
+@given(mnk=shapes_mm(), batch=st.sampled_from([1, 3, 2]), dtype=float_dtypes(), layouts=st.tuples(L2, L2),
+       values=MM_VALUES, precision=st.sampled_from(["ieee", "tf32", "tf32x3"]), seed=SEEDS)
+@cover(mnk=SMALL_MM, batch=[3, 1], dtype=DTYPES, layouts=layout_pairs(LAYOUTS_2D), values=value_pairs(),
+       precision=["ieee", "tf32x3", "tf32"], seed=[40])
+def test_tile_compute_bmm(mnk, batch, dtype, layouts, values, precision, seed):
+    M, N, K = mnk
+    a = T((batch, M, K), dtype, layouts[0], values[0], seed)
+    b = T((batch, K, N), dtype, layouts[1], values[1], seed + 1)
+    r = launch(tile_compute, "bmm", a, b, input_precision=precision, must_accept=dtype in F3)  # any strides
+    if r:
+        check_matmul(r, dtype, K, lambda: tile_compute.bmm_torch(*r.inputs),
+                     tf32=ON_GPU and dtype == torch.float32 and precision == "tf32")
+
+
+@budget()
+@given(n=sizes(LIMITS.elems), dtype=float_dtypes(), layout=L1, values=V, degree=st.integers(0, 16),
+       block=st.sampled_from([1024, 16, 256]), seed=SEEDS)
+@cover(n=SMALL_N, dtype=DTYPES, layout=LAYOUTS_1D, values=VALUES, degree=[3, 0, 16, 1], block=[1024, 16],
+       seed=[41])
+def test_tile_compute_polyval(n, dtype, layout, values, degree, block, seed):
+    x = T((n,), dtype, layout, values, seed)
+    coeffs = T((degree + 1,), torch.float32, "contiguous", "normal", seed + 1)
+    r = launch(tile_compute, "polyval", x, coeffs, block_size=block, must_accept=dense(x) and dtype in F3)
+    if r:
+        xs, cs = r.inputs
+        # Horner's rounding error is relative to the same steps on |x| and |c| (and a GPU may fuse each
+        # multiply-add into one rounding where torch rounds twice)
+        scale = tile_compute.polyval_torch(xs.double().abs(), cs.double().abs()).double()
+        expect(r.out, tile_compute.polyval_torch(xs, cs), scale=scale,
+               acc_rtol=accumulation_rtol(degree + 1, torch.float32, tf32=False), call=r.call)
+
+
+@budget()
+@given(shape=shapes_2d(), dtype=float_dtypes(), layout=L2, values=V, block_n=st.sampled_from([64, 16, 128]),
+       seed=SEEDS)
+@cover(shape=SMALL_2D, dtype=DTYPES, layout=LAYOUTS_2D, values=VALUES, block_n=[64, 16], seed=[42])
+def test_tile_compute_row_argmax(shape, dtype, layout, values, block_n, seed):
+    # block_n stays small: the interpreter runs a custom tl.reduce one lane at a time (1024 lanes x 130 rows: ~1 min)
+    x = T(shape, dtype, layout, values, seed)
+    r = launch(tile_compute, "row_argmax", x, block_n=block_n, must_accept=dtype in F3 and shape[1] >= 1)
+    if r:
+        expect(r.out, tile_compute.row_argmax_torch(r.inputs[0]), call=r.call)
+
+
 # --------------------------------------------------------------------------- launch_overhead
 
 
@@ -928,6 +977,9 @@ BLOCK_CASES = {
     "program_ids.whoami_2d": (program_ids, "whoami_2d", (33, 65), "block_n", None),
     "launch_overhead.WarmLauncher": (launch_overhead, "WarmLauncher", (_vec(), 1.5), "block_size",
                                      launch_overhead.add_scalar_torch),
+    "tile_compute.polyval": (tile_compute, "polyval", (_vec(), T((3,), torch.float32)), "block_size",
+                             tile_compute.polyval_torch),
+    "tile_compute.row_argmax": (tile_compute, "row_argmax", (_mat(),), "block_n", tile_compute.row_argmax_torch),
 }
 BLOCK_REFERENCES = {  # launchers of sizes, not tensors: their own reference, given the block size
     "failure_modes.tile_offsets": lambda b: [(5 + t) * b + j for t in range(2) for j in range(b)],
