@@ -24,9 +24,8 @@ PALETTE = {
     "cublas": "#e53935",
 }
 TIMING_NAMES = {"cudagraph": "CUDA graph", "host_wall": "host wall clock", "cuda_events": "CUDA events"}
-# Every other provider gets one of these, by its place among all the site's providers, so a
-# provider has the same colour on every plot (the site-tier tests check that no two providers of
-# one plot share a colour).
+# Every other provider gets one of these (``site_providers``), the same on every plot and never
+# the colour of another provider on a plot it shares (the site-tier tests check both).
 FALLBACK = ["#1e88e5", "#43a047", "#d81b60", "#8d6e63", "#00acc1", "#c0ca33", "#5c6bc0", "#f9a825",
             "#ab47bc", "#827717"]
 
@@ -39,17 +38,29 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def site_providers(data: results.Results) -> list[str]:
-    """The providers without a fixed colour, over every result file, in a stable order."""
-    return sorted({r["provider"] for r in data.rows} - set(PALETTE))
+def site_providers(data: results.Results) -> dict[str, str]:
+    """Every provider without a fixed colour, over every result file, mapped to its colour.
+
+    A provider keeps one colour on every plot, and no two providers of one plot share one:
+    providers are coloured one by one in a stable (sorted) order, each with the first
+    ``FALLBACK`` colour that no provider already coloured shares a plot with. With more
+    neighbours than colours a provider falls back to ``INK`` (the site-tier tests fail then).
+    """
+    benches: dict[str, set[str]] = {}
+    for r in data.rows:
+        benches.setdefault(r["bench"], set()).add(r["provider"])
+    colours: dict[str, str] = {}
+    for provider in sorted({r["provider"] for r in data.rows} - set(PALETTE)):
+        taken = {colours.get(q) for members in benches.values() if provider in members for q in members}
+        colours[provider] = next((c for c in FALLBACK if c not in taken), INK)
+    return colours
 
 
-def provider_color(provider: str, others: list[str]) -> str:
-    """A provider's colour on every plot: fixed for the main ones, else by its place in ``others``
-    (``site_providers``)."""
+def provider_color(provider: str, others: dict[str, str]) -> str:
+    """A provider's colour on every plot: fixed for the main ones, else from ``site_providers``."""
     if provider in PALETTE:
         return PALETTE[provider]
-    return FALLBACK[others.index(provider) % len(FALLBACK)] if provider in others else INK
+    return others.get(provider, INK)
 
 
 def caption(meta: dict, timings=()) -> str:
