@@ -4,9 +4,11 @@
 * ``on_pre_build``: turn each example into a notebook (section markers removed)
   and redraw every benchmark plot from ``benchmarks/results``.
 * ``on_files``: add those notebooks and plots to the site.
-* ``on_page_markdown``: render ``{{ bench ... }}`` expressions from the result
-  files; an unknown or missing result fails the build. A page quoting a result
-  file whose example changed since it was measured gets a warning at its top.
+* ``on_page_markdown``: render the page's expressions (``{{ bench ... }}``,
+  ``{{ examples }}``, ``{{ verified }}``: one registry, ``scripts/expressions.py``);
+  an unknown or missing result fails the build, naming the page and line. A page
+  quoting a result file whose example changed since it was measured gets a warning
+  at its top.
 
 Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 """
@@ -26,11 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "scripts") not in sys.path:
     sys.path.insert(0, str(ROOT / "scripts"))
 import compare_runs  # noqa: E402  (scripts/compare_runs.py)
-import gpu_check  # noqa: E402  (scripts/gpu_check.py, standard library only)
+import expressions  # noqa: E402  (scripts/expressions.py: the page expressions)
 import plots  # noqa: E402  (scripts/plots.py)
 import results  # noqa: E402  (scripts/results.py)
 import sections  # noqa: E402  (scripts/sections.py)
-import targets  # noqa: E402  (scripts/targets.py)
 
 EXAMPLES = ROOT / "examples"
 CACHE = ROOT / ".cache" / "site"
@@ -39,8 +40,6 @@ PLOTS = CACHE / "plots"
 DATA = CACHE / "data"  # JSON for the widgets: results, and traces of real kernels
 # A second full benchmark run of the same GPU, kept to check that the results shown reproduce.
 REPRODUCTION = ROOT / "benchmarks" / "reproduction" / results.GPU_DIR
-# What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
-MATMUL_VARIATION = ROOT / "benchmarks" / "logs" / "run10" / "matmul_variation.json"
 
 
 def example_files() -> list[Path]:
@@ -97,7 +96,8 @@ def notebook_title(src: Path) -> str:
     raise PluginError(f"{src.relative_to(ROOT)}: the first markdown cell needs a '# # Title' line")
 
 
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections")  # scripts/*.py this hook uses
+# scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "expressions")
 
 
 def reload_helpers() -> None:
@@ -217,27 +217,6 @@ def load_reproduction():
     return compare_runs.compare_folders(results.RESULTS_DIR / results.GPU_DIR, REPRODUCTION)
 
 
-def matmul_variation_table(path: Path = MATMUL_VARIATION) -> str:
-    """The probe's sustained-load phases and re-tunings, as Markdown (from its JSON file)."""
-    import json
-
-    probe = json.loads(path.read_text())
-    rows = ["| provider (round) | ms per call: fastest chunk | first second | last second "
-            "| SM clock, median (min–max) | power, median (limit) | clock-event reasons |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
-    for ph in probe["sustained"]:
-        s = ph["summary"]
-        rows.append(f"| {ph['provider']} ({ph['round'] + 1}) | {s['ms_min']:.3f} | {s['ms_first_second']:.3f} "
-                    f"| {s['ms_last_second']:.3f} "
-                    f"| {s['sm_mhz_median']:.0f} MHz ({s['sm_mhz_min']:.0f}–{s['sm_mhz_max']:.0f}) "
-                    f"| {s['power_w_median']:.0f} W ({s['limit_w']:.0f} W) | {', '.join(s['reasons'])} |")
-    picks = "; ".join(f"{key}: {len({p['best'] for p in runs})} distinct of {len(runs)}"
-                      for key, runs in probe["retune"].items())
-    return (f"Measured on {probe['gpu']} on {probe['date'][:10]} (torch {probe['torch']}, Triton {probe['triton']}); "
-            f"reason 0x4 is the software power cap, 0x0 none.\n\n" + "\n".join(rows)
-            + f"\n\nConfigs chosen by five re-tunings: {picks}.\n")
-
-
 @mkdocs.plugins.event_priority(100)  # before mkdocs-jupyter wraps the notebooks
 def on_files(files, config, **kwargs):
     use_urls = config["use_directory_urls"]
@@ -342,54 +321,6 @@ def on_post_build(config, **kwargs):
         write_if_changed(INPUTS_KEY, _BUILD["inputs_key"].encode())
 
 
-def all_plots(data: results.Results, assets: str) -> str:
-    """Every plot, each under its title, for the Benchmarks page."""
-    out = []
-    for bench in sorted({r["bench"] for r in data.rows}):
-        title = data.specs.get(bench, {}).get("title", bench)
-        out.append(f"### {title}\n\n![{title}]({assets}{bench}.svg)\n")
-    return "\n".join(out) if out else "*No results have been recorded yet.*"
-
-
-BENCH_EXPR = re.compile(r"\{\{\s*bench\s+([^}]*?)\s*\}\}")
-EXAMPLES_EXPR = re.compile(r"\{\{\s*examples\s*\}\}")
-PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")
-WHOLE_SITE = ("targets", "summary", "plots", "repeatability", "provenance", "host_bound_evidence",
-              "reproduction")  # expressions that quote every result file
-
-
-def quoted_benches(markdown: str) -> set[str] | None:
-    """The benches a page quotes, through ``{{ bench ... }}`` or a plot; None: every result file
-    (a whole-site expression). Names that are no bench (providers of ``winners``) may be in it."""
-    benches = set()
-    for m in BENCH_EXPR.finditer(markdown):
-        parts = m.group(1).split()
-        if not parts:
-            continue
-        if parts[0] in WHOLE_SITE:
-            return None
-        if parts[0] in ("winners", "ceiling", "ridge"):
-            benches.update(parts[1:])
-        elif parts[0] != "meta":
-            benches.update(p.split("@", 1)[0] for p in parts[1:] if "@" in p)
-    return benches | set(PLOT_REF.findall(markdown))
-
-
-def quoted_examples(markdown: str, data: results.Results, benches: set[str] | None) -> set[str]:
-    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot
-    (``benches``: ``quoted_benches(markdown)``)."""
-    if benches is None:
-        return set(data.meta) | {r["example"] for r in data.rows}
-    examples = {m.group(1).split()[1] for m in BENCH_EXPR.finditer(markdown)
-                if m.group(1).split()[:1] == ["meta"] and len(m.group(1).split()) > 1}
-    for bench in benches:
-        try:
-            examples.add(data.example_of(bench))
-        except results.ResultError:
-            pass  # an unknown bench fails the page where it is rendered
-    return examples
-
-
 def stale_notice(stale: list[results.Stale]) -> str:
     """The warning a page gets when some of its numbers come from results older than their code."""
     items = "\n".join(f"    * `{s.csv}` (measured {s.date}): {s.reason}." for s in stale)
@@ -436,65 +367,29 @@ def examples_table(page_path: str, data: results.Results | None = None) -> str:
     return "\n".join(rows)
 
 
-VERIFIED_EXPR = re.compile(r"\{\{\s*verified\s*\}\}")  # on which GPU and date the code last passed every check
-
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
+    """Render the page's expressions (scripts/expressions.py), add a table under each plot, and put
+    the notices (results older than their example, points a second run did not reproduce) on top."""
     data = _BUILD["results"] if "results" in _BUILD else results.load()
     stale = _BUILD["stale"] if "stale" in _BUILD else results.stale_results(data, EXAMPLES)
     reproduction = _BUILD["reproduction"] if "reproduction" in _BUILD else load_reproduction()
-
-    depth = page.file.src_path.count("/")
-    assets = "../" * depth + "assets/plots/"
-
-    def render_one(expr: str) -> str:
-        if expr == "targets":
-            return targets.markdown_table(data)
-        if expr == "summary":
-            return targets.summary_table(data)
-        if expr == "plots":
-            return all_plots(data, assets)
-        if expr == "repeatability":
-            return results.repeatability_table(data)
-        if expr == "provenance":
-            return results.provenance_table(data, stale)
-        if expr == "host_bound_evidence":
-            return results.host_bound_evidence(data)
-        if expr == "matmul_variation":
-            return matmul_variation_table()
-        if expr == "reproduction":
-            if reproduction is None:
-                return f"*No second run is recorded (`{REPRODUCTION.relative_to(ROOT)}/` holds no results).*"
-            return compare_runs.site_section(*reproduction)
-        if expr.startswith("winners "):  # winners <bench> <provider> <provider> ... [cudagraph]
-            args = expr.split()[1:]
-            timing = args.pop() if args[-1] == "cudagraph" else "do_bench"
-            if len(args) < 2:
-                raise results.ResultError("needs a bench name and at least one provider")
-            return targets.winners_table(data, args[0], args[1:], timing)
-        return results.render_expression(data, expr)
-
-    def render(m: re.Match) -> str:
-        try:
-            return render_one(m.group(1).strip())
-        except (results.ResultError, KeyError, ValueError, IndexError) as err:  # name the page and line
-            line = markdown[:m.start()].count("\n") + 1
-            raise PluginError(f"{page.file.src_path}:{line}: {{{{ bench {m.group(1)} }}}}: "
-                              f"{type(err).__name__}: {err}") from err
-
-    markdown = VERIFIED_EXPR.sub(lambda m: gpu_check.page_text(), markdown)
-    benches = quoted_benches(markdown)
-    old = [stale[e] for e in sorted(quoted_examples(markdown, data, benches)) if e in stale]
+    path = page.file.src_path
+    ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(path, data))
+    benches = expressions.quoted_benches(markdown)
+    old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""
     if reproduction is not None and benches is not None:  # a whole-site page has the full account
-        link = "../" * depth + "benchmarks.md#reproduction"
-        notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3], link)
-    markdown = BENCH_EXPR.sub(render, markdown)
-    markdown = add_plot_numbers(markdown, data, "../" * depth)
-    # The map of the stories links every plot and result file; it quotes no number.
-    markdown = EXAMPLES_EXPR.sub(lambda m: examples_table(page.file.src_path, data), markdown)
+        notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3],
+                                          ctx.up + "benchmarks.md#reproduction")
+    try:
+        markdown = expressions.render(markdown, ctx, names=("verified", "bench"))
+        markdown = add_plot_numbers(markdown, data, ctx.up)
+        # The map of the stories links every plot and result file: after the plot tables, which it must not get.
+        markdown = expressions.render(markdown, ctx, names=("examples",))
+    except expressions.ExpressionError as err:
+        raise PluginError(str(err)) from err
     for block in (notice, stale_notice(old) if old else ""):
         if block:
             markdown = insert_after_title(markdown, block)
     return markdown
-

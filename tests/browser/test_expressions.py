@@ -1,0 +1,54 @@
+"""(g) The page expressions: one registry (scripts/expressions.py) for `{{ bench ... }}`,
+`{{ examples }}` and `{{ verified }}`, whose errors name the page, the line and the expression
+(site tier: pure, runs on the committed results)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import expressions  # noqa: E402
+import results  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def page():
+    return expressions.Page("guide/x.md", results.load(), examples_table=lambda: "MAP")
+
+
+def test_every_top_level_name_renders(page):
+    out = expressions.render("{{ bench meta tile_compute gpu }} | {{ examples }} | {{ verified }}", page)
+    assert "{{" not in out and "MAP" in out and "H200" in out
+
+
+def test_a_later_pass_is_left_alone(page):
+    text = "{{ examples }} and {{bench plots}}"
+    assert expressions.render(text, page, names=("verified",)) == text
+
+
+@pytest.mark.parametrize("text, words", [
+    ("{{ bench }}", "empty expression"),
+    ("{{ bench no_such_kind x@1:y }}", "unknown kind 'no_such_kind'; known: "),
+    ("{{ bench targets extra }}", "takes no arguments"),
+    ("{{ examples please }}", "takes no arguments"),
+    ("{{ bench value no_such_bench@1:triton }}", "ResultError"),
+    ("{{ bench winners only_a_bench }}", "needs a bench name and at least one provider"),
+])
+def test_errors_name_the_page_the_line_and_the_expression(page, text, words):
+    with pytest.raises(expressions.ExpressionError) as err:
+        expressions.render(f"# Title\n\nsome prose\n{text}\n", page)
+    msg = str(err.value)
+    assert msg.startswith("guide/x.md:4: {{ ") and words in msg, msg
+
+
+def test_whole_site_kinds_quote_every_result_file():
+    for name, kind in expressions.BENCH.items():
+        quoted = expressions.quoted_benches(f"{{{{ bench {name} }}}}")
+        assert (quoted is None) == kind.whole_site, name
+    assert expressions.quoted_benches("{{ bench ratio a_b@4:x/y cudagraph }} ![t](../assets/plots/c_d.svg)") == {
+        "a_b", "c_d"}
