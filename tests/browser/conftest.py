@@ -8,9 +8,10 @@ Run ``mkdocs build --strict`` first; these fixtures serve ``site/`` over http on
   ``page`` fixture fails the test if any console/page error happened or any
   request went to a host other than 127.0.0.1.
 * ``TIT_WIDGET_HARNESS=1`` points the widget tests at a bare harness page per
-  widget (``/__harness__/<name>.html``: the built CSS, ``site/javascripts/widgets.js``
-  and the widget's markup) instead of the real pages; for developing a widget
-  before a page includes it. The default, and CI, test the real pages.
+  widget (``/__harness__/<name>.html``: the built CSS, the site's ``extra_javascript``
+  (``javascripts/widgets/core.js``, one file per widget, ``start.js``) and the widget's
+  markup) instead of the real pages; for developing a widget before a page includes it.
+  The default, and CI, test the real pages.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TIT_SITE_DIR") or ROOT / "site")  # TIT_SITE_DIR: test a site built elsewhere
@@ -38,16 +40,47 @@ HARNESS = os.environ.get("TIT_WIDGET_HARNESS") == "1"
 _SITE_URL = re.search(r"^site_url:\s*(\S+)", (ROOT / "mkdocs.yml").read_text(), re.M)
 SITE_URL = _SITE_URL.group(1).rstrip("/") + "/" if _SITE_URL else ""
 
-# Which page (site path) must carry which widget. The first page is where the widget is tested.
-WIDGET_PAGES = {
-    "threads-vs-tiles": ["guide/tiles-and-programs/"],
-    "tile-partition": ["guide/tiles-and-programs/", "guide/masks/"],
-    "kernel-stepper": ["guide/tiles-and-programs/"],
-    "programs-in-flight": ["guide/tiles-and-programs/", "guide/persistent/"],
-    "strides": ["guide/strides-and-broadcasting/"],
-    "softmax-timeline": ["kernels/softmax/"],
-    "matmul-tile": ["kernels/matmul/"],
-}
+
+
+class _AnyTagLoader(yaml.SafeLoader):
+    """mkdocs.yml may hold `!!python/name:` tags; the nav and the scripts never do."""
+
+
+_AnyTagLoader.add_multi_constructor("", lambda loader, suffix, node: None)
+MKDOCS = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=_AnyTagLoader)
+WIDGET_INCLUDE = re.compile(r'^\s*--8<--\s+"docs/widgets/([\w-]+)\.html"', re.M)
+
+
+def _nav_pages(nav) -> list[str]:
+    out = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            out += _nav_pages(value)
+        elif isinstance(value, str) and value.endswith(".md"):
+            out.append(value)
+    return out
+
+
+def _site_path(md: str) -> str:
+    path = md.removesuffix(".md")
+    return "" if path == "index" else path.removesuffix("index") if path.endswith("/index") else path + "/"
+
+
+def widget_pages() -> dict[str, list[str]]:
+    """Which pages (site paths, in nav order) carry which widget, read from the pages' include
+    lines. The first page is where the widget is tested."""
+    pages: dict[str, list[str]] = {}
+    for md in _nav_pages(MKDOCS["nav"]):
+        for name in WIDGET_INCLUDE.findall((ROOT / "docs" / md).read_text()):
+            pages.setdefault(name, [])
+            if _site_path(md) not in pages[name]:
+                pages[name].append(_site_path(md))
+    return pages
+
+
+WIDGET_PAGES = widget_pages()
+SCRIPTS = [s for s in MKDOCS.get("extra_javascript", []) if isinstance(s, str)]
 DESKTOP = {"width": 1280, "height": 900}
 NARROW = {"width": 360, "height": 740}
 
@@ -56,6 +89,7 @@ def _harness_html(name: str) -> bytes:
     css = sorted((SITE / "assets" / "stylesheets").glob("*.min.css"))
     links = "\n".join(f'<link rel="stylesheet" href="/assets/stylesheets/{p.name}">' for p in css)
     markup = (WIDGET_DIR / f"{name}.html").read_text()
+    scripts = "".join(f'<script src="/{src}"></script>' for src in SCRIPTS)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>harness: {name}</title><link rel="icon" href="data:,">
@@ -65,7 +99,7 @@ def _harness_html(name: str) -> bytes:
 <article class="md-content__inner md-typeset"><h1>{name}</h1>
 {markup}
 </article></div></div></main></div>
-<script src="/javascripts/widgets.js"></script></body></html>""".encode()
+{scripts}</body></html>""".encode()
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
