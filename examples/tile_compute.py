@@ -2,10 +2,10 @@
 # # Compute inside a tile: `tl.dot`, dtypes, loops and custom reductions
 #
 # The earlier chapters move data: load a tile, add, store. This file is about the
-# arithmetic a program does on the tiles it holds, in three small kernels:
+# arithmetic a program does on the tiles it holds, in four small kernels:
 #
 # * the dtype an operation on two blocks returns, checked at compile time;
-# * a batched matmul: `tl.dot` on tiles of at least 16 x 16, an fp32 accumulator,
+# * a batched matmul: `tl.dot` on tiles (K at least 16), an fp32 accumulator,
 #   `input_precision` for fp32 inputs (`"ieee"`, `"tf32"`, `"tf32x3"`), `.to()` back to
 #   the output dtype, `tl.expand_dims`, and a K loop pipelined by `tl.range(..., num_stages=)`;
 # * a polynomial evaluated by Horner's rule with a loop that `tl.static_range` unrolls at
@@ -37,8 +37,9 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 #
 # One program computes one `BLOCK_M x BLOCK_N` tile of one matrix of the batch,
 # walking along K. `tl.dot(a, b, acc)` multiplies a `(BLOCK_M, BLOCK_K)` tile by a
-# `(BLOCK_K, BLOCK_N)` tile and adds the product to `acc`: every dimension must be at
-# least 16, and the accumulator is fp32 whatever the inputs are.
+# `(BLOCK_K, BLOCK_N)` tile and adds the product to `acc`: K must be at least 16 (32 for
+# 8-bit inputs; this launcher keeps M and N at 16 or more too), and the accumulator is fp32
+# whatever the inputs are.
 
 
 # %%
@@ -50,7 +51,7 @@ def bmm_kernel(
     stride_ab, stride_am, stride_ak,
     stride_bb, stride_bk, stride_bn,
     stride_cb, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # each >= 16
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # each >= 16 here
     PRECISION: tl.constexpr,  # "ieee", "tf32" or "tf32x3": how fp32 inputs are multiplied
     NUM_STAGES: tl.constexpr,  # how many K steps of loads are in flight at once
 ):
@@ -114,7 +115,7 @@ def bmm_config(M: int, N: int, K: int, dtype: torch.dtype, input_precision: str)
     (benchmarks/probes/tile_compute.py), not a runtime search."""
     fma = dtype == torch.float32 and input_precision == "ieee"  # plain fp32 runs on the FMA units, not tensor cores
     return {
-        "BLOCK_M": _pow2_block(M, 16, 64 if fma else 128),  # tl.dot needs every dimension >= 16
+        "BLOCK_M": _pow2_block(M, 16, 64 if fma else 128),  # tl.dot needs K >= 16; M and N >= 16 by choice
         "BLOCK_N": _pow2_block(N, 16, 64),
         "BLOCK_K": _pow2_block(K, 16, 32),
         "num_warps": 4,
@@ -149,9 +150,11 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_
     for name, t in (("a", a), ("b", b)):
         if _largest_offset(t, (1, 2)) > INT32_MAX:
             raise ValueError(f"{name} has offsets past 2**31 - 1 inside one matrix: this kernel computes them in int32")
-    c = torch.empty(batch, M, N, device=a.device, dtype=a.dtype)
-    if _largest_offset(c, (1, 2)) > INT32_MAX:
+    if M * N - 1 > INT32_MAX:  # the output is contiguous: its last offset in a matrix is M * N - 1
         raise ValueError(f"the output has {M * N} elements per matrix, more than 2**31 - 1: int32 offsets")
+    if K > 2**31 - 32:  # the K loop's counter is int32: k0 + BLOCK_K must not wrap
+        raise ValueError(f"a has K = {K} columns, more than 2**31 - 32: the K loop counts in int32")
+    c = torch.empty(batch, M, N, device=a.device, dtype=a.dtype)
     if c.numel() == 0:
         return c
     if K == 0:
@@ -177,7 +180,7 @@ def bmm_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # ## Dtypes: what an operation on two blocks returns
 #
 # Triton promotes like C more than like torch in one place: int32 with uint32 gives
-# uint32 (torch gives int64). A Python number takes the block's type where it can, so
+# uint32 (torch refuses to mix them, NumPy gives int64). A Python number takes the block's type where it can, so
 # `int8_block * 2` is still int8 and wraps on overflow. Each rule below is checked by
 # `tl.static_assert` when the kernel compiles: a wrong rule fails the launch.
 
@@ -333,10 +336,10 @@ def row_argmax(x: torch.Tensor, *, block_n: int = 1024) -> torch.Tensor:
     _check_tensor("x", x, 2)
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one column, got shape {tuple(x.shape)}")
-    if x.shape[1] > INT32_MAX:
-        raise ValueError(f"x has {x.shape[1]} columns, more than 2**31 - 1: column indices are int32")
     if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 16 or block_n & (block_n - 1):
         raise ValueError(f"block_n must be a power of two >= 16, got {block_n!r}")
+    if x.shape[1] > 2**31 - block_n:  # column indices and the loop counter are int32: start + block_n must not wrap
+        raise ValueError(f"x has {x.shape[1]} columns, more than 2**31 - block_n: the column loop counts in int32")
     out = torch.empty(x.shape[0], device=x.device, dtype=torch.int64)
     if x.shape[0]:
         row_argmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), x.stride(1), BLOCK_N=block_n)

@@ -61,7 +61,7 @@ def test_tf32_loses_bits_that_ieee_and_tf32x3_keep():
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 def test_half_inputs_accumulate_in_fp32(dtype):
-    # 4096 terms of 1.0 plus one small term each: an fp16 running sum would stop at 2048.
+    # 4096 products of 1.0 summed: an fp16 running sum would stop at 2048 (2049 is not an fp16 number).
     K = 4096
     a = torch.ones(1, 16, K, device=DEVICE, dtype=dtype)
     b = torch.ones(1, K, 16, device=DEVICE, dtype=dtype)
@@ -86,10 +86,12 @@ def test_bmm_any_strides(layout):
     torch.testing.assert_close(ex.bmm(a, b), bmm_ref(a, b), **bmm_tol(torch.float32))
 
 
-def test_bmm_writes_only_its_output():
-    a, b = rand(2, 19, 40), rand(2, 40, 23)
+def test_bmm_leaves_its_inputs_alone():
+    a, b = rand(2, 19, 40), rand(2, 40, 23).transpose(1, 2).contiguous().transpose(1, 2)
+    a0, b0 = a.clone(), b.clone()
     c = ex.bmm(a, b)
-    assert c.is_contiguous() and not c.isnan().any()
+    assert c.is_contiguous() and c.shape == (2, 19, 23)
+    assert torch.equal(a, a0) and torch.equal(b, b0) and a.stride() == a0.stride() and b.stride() == b0.stride()
 
 
 @pytest.mark.parametrize("shape_a, shape_b", [((0, 3, 4), (0, 4, 5)), ((2, 0, 4), (2, 4, 5)), ((2, 3, 4), (2, 4, 0))])
@@ -130,6 +132,12 @@ def test_bmm_refuses_int32_offsets_inside_one_matrix():
         ex.bmm(a, torch.empty(1, 2**15 + 1, 16, device="meta"))
     with pytest.raises(ValueError, match=r"the output has 2147516416 elements per matrix"):
         ex.bmm(torch.empty(1, 2**16 + 1, 16, device="meta"), torch.empty(1, 16, 2**15, device="meta"))
+
+
+def test_bmm_refuses_a_k_loop_that_would_wrap():
+    K = 2**31 - 16  # every offset fits in int32, but k0 + BLOCK_K would wrap past 2**31 - 1
+    with pytest.raises(ValueError, match=r"a has K = 2147483632 columns, more than 2\*\*31 - 32: the K loop counts"):
+        ex.bmm(torch.empty(1, 1, K, device="meta"), torch.empty(1, K, 1, device="meta"))
 
 
 def test_bmm_refuses_too_many_tiles():
@@ -329,11 +337,22 @@ def test_row_argmax_no_rows():
 
 @requires_gpu
 def test_row_argmax_past_2_31_elements():
-    n_cols = 2**30 + 7  # row 1 starts past 2**30 and ends past 2**31 elements
-    x = torch.zeros(2, n_cols, device=DEVICE, dtype=torch.float16)
-    x[1, n_cols - 3] = 1.0
-    x[0, 12345] = 1.0
-    assert ex.row_argmax(x).tolist() == [12345, n_cols - 3]
+    n_cols = 2**30 + 7  # row 2 starts past 2**31 elements: the row offset must be int64
+    x = torch.zeros(3, n_cols, device=DEVICE, dtype=torch.float16)
+    x[2, n_cols - 3] = x[1, 5] = x[0, 12345] = 1.0
+    assert ex.row_argmax(x).tolist() == [12345, 5, n_cols - 3]
+    del x
+    # A transposed view: column j of a row sits at offset 3 * j, past 2**31 for the last columns,
+    # so the column offset must be int64 too.
+    base = torch.zeros(n_cols, 3, device=DEVICE, dtype=torch.float16)
+    base[n_cols - 2, 0] = base[7, 1] = base[n_cols - 1, 2] = 1.0
+    assert ex.row_argmax(base.t()).tolist() == [n_cols - 2, 7, n_cols - 1]
+
+
+def test_row_argmax_refuses_a_column_loop_that_would_wrap():
+    x = torch.empty(1, 2**31 - 1000, device="meta")  # start + block_n would wrap past 2**31 - 1
+    with pytest.raises(ValueError, match=r"x has 2147482648 columns, more than 2\*\*31 - block_n"):
+        ex.row_argmax(x, block_n=1024)
 
 
 @pytest.mark.parametrize(
