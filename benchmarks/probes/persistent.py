@@ -1,4 +1,4 @@
-"""Probe for guide chapter 6 (persistent grids) and the persistent TMA matmul: run once on the H200.
+"""Probe for the guide chapter on persistent grids and the persistent TMA matmul: run once on the H200.
 
 Answers, with the repository's own example kernels (examples/matmul_persistent.py and
 examples/persistent_rows.py), launched directly with explicit configs (no autotune):

@@ -10,12 +10,12 @@ $OUT/probe_tile_compute.json when OUT is set.
 Run: python benchmarks/probes/tile_compute.py   (needs CUDA; about 90 s)
 
 First run (2026-12-01, H200, 87 s; output in benchmarks/logs/run12/probe_tile_compute.json):
-plain fp32 ("ieee") sits at 33-41 TFLOP/s whatever the config, best with 64 x 64 tiles,
-4 warps and 3 stages; tf32 is best with 128 x 64 tiles (58.8 TFLOP/s at S = 128, 68.6 at
-256, 78.8 at 512). With 128 x 64 tiles and 4 warps, one stage beat two and three while the
-K loop had 4 steps or fewer (S <= 128: 58.8 against 53.4 and 46.6 at S = 128), and two
-stages were best from S = 256 (68.6 and 77.5 against 65.9 and 67.2 for one). `bmm_config`
-encodes that rule.
+plain fp32 ("ieee") sits at 33-41 TFLOP/s whatever the config (64 x 64 tiles, 4 warps and 3
+stages best at S = 64, 2-10% behind the best config at larger S); tf32 is best with 128 x 64
+tiles (58.8 TFLOP/s at S = 128, 68.6 at 256, 78.8 at 512). With 128 x 64 tiles and 4 warps, one
+stage beat two and three while the K loop had 4 steps or fewer (S <= 128: 58.8 against 53.4 and
+46.6 at S = 128), and two stages were best from S = 256 (68.6 and 77.5 against 65.9 and 67.2
+for one). `bmm_config` encodes that rule.
 """
 
 import json
