@@ -151,7 +151,7 @@ def render(markdown: str, page: Page, names=tuple(TOP)) -> str:
             return m.group(0)
         try:
             return TOP[name](page, args)
-        except (results.ResultError, KeyError, ValueError, IndexError, OSError) as err:
+        except (results.ResultError, KeyError, ValueError, IndexError, OSError, TypeError, ZeroDivisionError) as err:
             line = markdown[:m.start()].count("\n") + 1
             text = f"{{{{ {name} {m.group(2)} }}}}" if m.group(2) else f"{{{{ {name} }}}}"
             raise ExpressionError(f"{page.path}:{line}: {text}: {type(err).__name__}: {err}") from err
