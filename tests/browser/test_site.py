@@ -63,7 +63,13 @@ def test_instant_navigation_starts_widgets(base_url, page):
     link.click()
     page.wait_for_url(f"**/{target}")
     assert page.evaluate("window.__no_reload === true"), "the click reloaded the page: instant navigation is off"
+    # Material swaps the page body after the URL changes (a race the fresh-clone CI lost once):
+    # wait for the new page's widget before counting.
     widgets = page.locator(".tit-widget")
+    try:
+        widgets.first.wait_for(state="attached", timeout=10_000)
+    except Exception:  # playwright's TimeoutError: report it as the assertion below
+        pass
     assert widgets.count() > 0, f"no widget on {target} after instant navigation"
     page.wait_for_function(
         "[...document.querySelectorAll('.tit-widget')].every(w => w.dataset.ready === 'true')", timeout=10_000)
