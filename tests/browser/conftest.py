@@ -20,6 +20,7 @@ import functools
 import http.server
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -28,6 +29,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+import hooks  # noqa: E402  (scripts/hooks.py: nav_pages, the nav's pages in reading order)
+
 SITE = Path(os.environ.get("TIT_SITE_DIR") or ROOT / "site")  # TIT_SITE_DIR: test a site built elsewhere
 WIDGET_DIR = ROOT / "docs" / "widgets"
 ARTIFACTS = ROOT / "test-artifacts" / "widgets"
@@ -51,17 +55,6 @@ MKDOCS = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=_AnyTagLoader)
 WIDGET_INCLUDE = re.compile(r'^\s*--8<--\s+"docs/widgets/([\w-]+)\.html"', re.M)
 
 
-def _nav_pages(nav) -> list[str]:
-    out = []
-    for item in nav:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        if isinstance(value, list):
-            out += _nav_pages(value)
-        elif isinstance(value, str) and value.endswith(".md"):
-            out.append(value)
-    return out
-
-
 def _site_path(md: str) -> str:
     path = md.removesuffix(".md")
     return "" if path == "index" else path.removesuffix("index") if path.endswith("/index") else path + "/"
@@ -71,7 +64,7 @@ def widget_pages() -> dict[str, list[str]]:
     """Which pages (site paths, in nav order) carry which widget, read from the pages' include
     lines. The first page is where the widget is tested."""
     pages: dict[str, list[str]] = {}
-    for md in _nav_pages(MKDOCS["nav"]):
+    for md in hooks.nav_pages(MKDOCS["nav"]):
         for name in WIDGET_INCLUDE.findall((ROOT / "docs" / md).read_text()):
             pages.setdefault(name, [])
             if _site_path(md) not in pages[name]:
