@@ -2,7 +2,7 @@
 # # Compute inside a tile: `tl.dot`, dtypes, loops and custom reductions
 #
 # The earlier chapters move data: load a tile, add, store. This file is about the
-# arithmetic a program does on the tiles it holds, in four small kernels:
+# arithmetic a program does on the tiles it holds, in a few small kernels:
 #
 # * the dtype an operation on two blocks returns, checked at compile time;
 # * a batched matmul: `tl.dot` on tiles (K at least 16), an fp32 accumulator,
@@ -12,7 +12,9 @@
 #   compile time, scalar coefficients broadcast against a block, and dtype promotion
 #   checked at compile time with `tl.static_assert`;
 # * a row argmax whose `tl.reduce` takes a (value, index) pair and a combine function of
-#   our own, inside a runtime loop over column blocks.
+#   our own, inside a runtime loop over column blocks;
+# * an `if` on a block, which the compiler refuses (and the interpreter does not), beside
+#   the per-lane `tl.where`.
 #
 # Run it with `python examples/tile_compute.py`.
 
@@ -123,14 +125,15 @@ def bmm_config(M: int, N: int, K: int, dtype: torch.dtype, input_precision: str)
     }
 
 
-def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_stages: int | None = None
-        ) -> torch.Tensor:
+def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_stages: int | None = None,
+        num_ctas: int = 1) -> torch.Tensor:
     """a @ b for a of shape (batch, M, K) and b of shape (batch, K, N), any strides.
 
     fp32 accumulation, the input dtype out. `input_precision` only matters for fp32 inputs:
     "ieee" is full fp32 (as torch's default), "tf32" rounds the inputs to 10 mantissa bits
     on tensor cores, "tf32x3" splits each input in two tf32 parts to get most of fp32 back.
     `num_stages` overrides the pipelining depth of the K loop that `bmm_config` picks.
+    `num_ctas=2` runs each program as a cluster of two thread blocks (Hopper and newer).
     """
     _check_tensor("a", a, 3)
     _check_tensor("b", b, 3)
@@ -146,6 +149,11 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_
     if num_stages is not None and (isinstance(num_stages, bool) or not isinstance(num_stages, int)
                                    or not 1 <= num_stages <= 6):
         raise ValueError(f"num_stages must be None or an int from 1 to 6, got {num_stages!r}")
+    if num_ctas not in (1, 2) or isinstance(num_ctas, bool):
+        raise ValueError(f"num_ctas must be 1 or 2, got {num_ctas!r}")
+    if num_ctas > 1 and a.is_cuda and torch.cuda.get_device_capability(a.device) < (9, 0):
+        raise ValueError(f"num_ctas={num_ctas} needs an sm_90 (Hopper) GPU or newer; this one is sm_"
+                         + "".join(map(str, torch.cuda.get_device_capability(a.device))))
     (batch, M, K), N = a.shape, b.shape[2]
     for name, t in (("a", a), ("b", b)):
         if _largest_offset(t, (1, 2)) > INT32_MAX:
@@ -166,7 +174,8 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_
     if max(grid[1:]) > MAX_GRID_YZ:
         raise ValueError(f"M={M} and N={N} need a grid of {grid[1:]} tiles, but grid axes 1 and 2 hold at most "
                          f"{MAX_GRID_YZ}")
-    bmm_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), PRECISION=input_precision, **config)
+    bmm_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), PRECISION=input_precision,
+                     num_ctas=num_ctas, **config)
     return c
 
 
@@ -287,6 +296,53 @@ def polyval_torch(x: torch.Tensor, coeffs: torch.Tensor) -> torch.Tensor:
 
 
 # %% [markdown]
+# ## A condition on a block: refused by the compiler, not by the interpreter
+#
+# `if` takes a scalar. `relu_if_kernel` asks `if x > 0:` of a whole block, which has one
+# answer per lane: the compiler refuses it. Triton's CPU interpreter does not: it treats
+# the condition of any block of more than one element as true, so the kernel runs and
+# returns x unchanged, negative lanes included. `relu_where_kernel` is the per-lane
+# version, with `tl.where`.
+
+
+# %%
+# --8<-- [start:block-condition]
+@triton.jit
+def relu_if_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(axis=0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if x > 0:  # (1)!
+        y = x
+    else:
+        y = tl.zeros_like(x)
+    tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+@triton.jit
+def relu_where_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(axis=0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, tl.where(x < 0, 0.0, x), mask=offs < n)  # (2)!
+
+
+def relu(x: torch.Tensor, *, kernel=relu_where_kernel, block_size: int = 1024) -> torch.Tensor:
+    """max(x, 0) by `kernel` (`relu_where_kernel`, or `relu_if_kernel` to see it refused)."""
+    _check_tensor("x", x, 1)
+    if not x.is_contiguous():
+        raise ValueError(f"x must be contiguous, got stride {x.stride()}")
+    if kernel not in (relu_where_kernel, relu_if_kernel):
+        raise ValueError("kernel must be relu_where_kernel or relu_if_kernel")
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 2 or block_size & (
+            block_size - 1):
+        raise ValueError(f"block_size must be a power of two >= 2, got {block_size!r}")
+    y = torch.empty_like(x)
+    if x.numel():
+        kernel[(triton.cdiv(x.numel(), block_size),)](x, y, x.numel(), BLOCK=block_size)
+    return y
+# --8<-- [end:block-condition]
+
+
+# %% [markdown]
 # ## `tl.reduce` with a combine function: argmax
 #
 # `tl.max` gives the largest value of a block; the argmax needs its index too, and
@@ -379,7 +435,9 @@ def self_check() -> None:
     x[2, 1234] = float("nan")  # NaN wins
     torch.testing.assert_close(row_argmax(x), row_argmax_torch(x), rtol=0, atol=0)
     check_promotion_rules()
-    print(f"tile_compute: bmm, polyval and row_argmax match torch on {DEVICE.type}; the promotion rules hold")
+    x = torch.randn(1000, device=DEVICE)
+    torch.testing.assert_close(relu(x), torch.relu(x), rtol=0, atol=0)
+    print(f"tile_compute: bmm, polyval, row_argmax and relu match torch on {DEVICE.type}; the promotion rules hold")
 # --8<-- [end:check]
 
 
@@ -389,7 +447,7 @@ def self_check() -> None:
 # A batch of S x S fp32 matrices, `2**31 / S**3` of them, so that every point does the same
 # 4.3 GFLOP: the three input precisions; tf32 with one and with three stages instead of
 # `bmm_config`'s choice (one up to K = 128, two above); tf32 with B stored K-contiguous
-# (a transposed view of the same values); against cuBLAS (`torch.bmm`) with tf32 off and
+# (a transposed view of the same values); tf32 with `num_ctas=2`; against cuBLAS (`torch.bmm`) with tf32 off and
 # on, and static `torch.compile` of the fp32 `torch.bmm`.
 
 
@@ -402,7 +460,7 @@ BENCHMARKS = [
         "x_vals": [32, 64, 128, 256, 512],
         "tiny_x_vals": [16, 20],
         "providers": ["triton-ieee", "triton-tf32", "triton-tf32x3", "triton-tf32-1stage", "triton-tf32-3stages",
-                      "triton-tf32-kmajor", "torch", "torch-tf32", "torch.compile"],
+                      "triton-tf32-kmajor", "triton-tf32-2ctas", "torch", "torch-tf32", "torch.compile"],
         "metric": "TFLOP/s",
         "ceiling": None,
         "cudagraph": True,
@@ -439,6 +497,7 @@ def bench_case(name: str, provider: str, x: int, device=None) -> dict:
         "triton-tf32-1stage": lambda: bmm(a, b, input_precision="tf32", num_stages=1),
         "triton-tf32-3stages": lambda: bmm(a, b, input_precision="tf32", num_stages=3),
         "triton-tf32-kmajor": lambda: bmm(a, b_kmajor, input_precision="tf32"),
+        "triton-tf32-2ctas": lambda: bmm(a, b, input_precision="tf32", num_ctas=2),
         "torch": lambda: bmm_torch(a, b),
         "torch-tf32": _with_tf32(lambda: bmm_torch(a, b)),
     }

@@ -904,6 +904,17 @@ def test_tile_compute_row_argmax(shape, dtype, layout, values, block_n, seed):
         expect(r.out, tile_compute.row_argmax_torch(r.inputs[0]), call=r.call)
 
 
+@budget()
+@given(n=sizes(LIMITS.elems), dtype=float_dtypes(), layout=L1, values=V, block=st.sampled_from([1024, 2, 128]),
+       seed=SEEDS)
+@cover(n=SMALL_N, dtype=DTYPES, layout=LAYOUTS_1D, values=VALUES, block=[1024, 2], seed=[43])
+def test_tile_compute_relu(n, dtype, layout, values, block, seed):
+    x = T((n,), dtype, layout, values, seed)
+    r = launch(tile_compute, "relu", x, block_size=block, must_accept=dense(x) and dtype in F3)
+    if r:
+        expect(r.out, torch.relu(r.inputs[0]), call=r.call)
+
+
 # --------------------------------------------------------------------------- launch_overhead
 
 

@@ -1,6 +1,7 @@
 import pytest
 import tile_compute as ex
 import torch
+import triton
 from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.errors import InterpreterError
 
@@ -159,11 +160,30 @@ def test_bmm_refuses_too_many_tiles():
         (rand(1, 2, 2), rand(1, 2, 2), {"input_precision": "fp32"}, ValueError, "input_precision must be one of"),
         (rand(1, 2, 2), rand(1, 2, 2), {"num_stages": 0}, ValueError, "num_stages must be None or an int from 1 to 6"),
         (rand(1, 2, 2), rand(1, 2, 2), {"num_stages": 2.0}, ValueError, "num_stages must be None or an int"),
+        (rand(1, 2, 2), rand(1, 2, 2), {"num_ctas": 4}, ValueError, "num_ctas must be 1 or 2, got 4"),
+        (rand(1, 2, 2), rand(1, 2, 2), {"num_ctas": True}, ValueError, "num_ctas must be 1 or 2, got True"),
     ],
 )
 def test_bmm_bad_inputs(a, b, kwargs, err, words):
     with pytest.raises(err, match=words):
         ex.bmm(a, b, **kwargs)
+
+
+@pytest.mark.parametrize("precision", ["ieee", "tf32"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_bmm_two_ctas_per_program(precision, dtype):
+    # num_ctas=2 makes each program a cluster of two thread blocks on Hopper; the interpreter ignores it
+    a, b = rand(3, 70, 40, dtype=dtype), rand(3, 40, 90, dtype=dtype).transpose(1, 2).contiguous().transpose(1, 2)
+    out = ex.bmm(a, b, input_precision=precision, num_ctas=2)
+    torch.testing.assert_close(out, ex.bmm(a, b, input_precision=precision), rtol=0, atol=0)
+    torch.testing.assert_close(out.double(), bmm_ref(a, b).to(out.dtype).double(), **bmm_tol(dtype, precision))
+
+
+@requires_gpu
+def test_bmm_refuses_two_ctas_before_hopper(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    with pytest.raises(ValueError, match="num_ctas=2 needs an sm_90 .Hopper. GPU or newer; this one is sm_80"):
+        ex.bmm(rand(1, 16, 16), rand(1, 16, 16), num_ctas=2)
 
 
 def test_cpu_tensors_need_the_interpreter(monkeypatch):
@@ -411,3 +431,59 @@ def test_bench_case(provider):  # the torch.compile peer: tests/test_results_pip
     out = case["fn"]()
     torch.testing.assert_close(out, case["ref"](), rtol=case["rtol"], atol=case["atol"])
     assert case["work"] == 2.0 * (2 if not ON_GPU else 2**31 // 16**3) * 16**3
+
+
+# ---- a condition on a block: tl.where, and the compiler's refusal ----------------------
+
+
+@pytest.mark.parametrize("n", ODD_SIZES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_relu_matches_torch(n, dtype):
+    x = rand(n, dtype=dtype)
+    torch.testing.assert_close(ex.relu(x), torch.relu(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("block_size", [2, 16, 4096])
+def test_relu_block_sizes_nan_inf(block_size):
+    x = rand(1000)
+    x[::7] = float("nan")
+    x[1::7] = float("inf")
+    x[2::7] = -float("inf")
+    x[3::7] = -0.0
+    torch.testing.assert_close(ex.relu(x, block_size=block_size), torch.relu(x), rtol=0, atol=0, equal_nan=True)
+
+
+def test_relu_empty():
+    assert ex.relu(rand(0)).shape == (0,)
+
+
+@pytest.mark.parametrize(
+    "x, kwargs, err, words",
+    [
+        ([1.0], {}, TypeError, "x must be a torch.Tensor"),
+        (torch.ones(4, dtype=torch.int32, device=DEVICE), {}, TypeError, "x must be float16"),
+        (rand(2, 2), {}, ValueError, r"x must be 1-D, got shape \(2, 2\)"),
+        (rand(8)[::2], {}, ValueError, r"x must be contiguous, got stride \(2,\)"),
+        (rand(8), {"kernel": None}, ValueError, "kernel must be relu_where_kernel or relu_if_kernel"),
+        (rand(8), {"block_size": 3}, ValueError, "block_size must be a power of two >= 2, got 3"),
+        (rand(8), {"block_size": 1}, ValueError, "block_size must be a power of two >= 2, got 1"),
+    ],
+)
+def test_relu_bad_inputs(x, kwargs, err, words):
+    with pytest.raises(err, match=words):
+        ex.relu(x, **kwargs)
+
+
+@requires_gpu
+def test_if_on_a_block_does_not_compile():
+    with pytest.raises(triton.CompilationError):
+        ex.relu(rand(100), kernel=ex.relu_if_kernel)
+
+
+@pytest.mark.skipif(ON_GPU, reason="the interpreter's gap; on a GPU the compiler refuses (test above)")
+def test_interpreter_takes_a_block_condition_as_true():
+    # An interpreter gap the page shows: `if block:` is "true" for any block of more than one
+    # element, so the kernel returns x unchanged, negative lanes included.
+    x = torch.tensor([-2.0, -0.5, 0.5, 3.0], device=DEVICE)
+    assert ex.relu(x, kernel=ex.relu_if_kernel).tolist() == x.tolist()
+    assert ex.relu(x[:1], kernel=ex.relu_if_kernel, block_size=2).tolist() == [-2.0]  # 2 lanes, one masked: true
