@@ -185,6 +185,16 @@ def bmm_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # --8<-- [end:bmm-launcher]
 
 
+# %%
+# --8<-- [start:two-ctas]
+def check_two_ctas(device=DEVICE) -> None:
+    """num_ctas=2 computes the same matrix as one thread block per program."""
+    a = torch.randn(4, 64, 48, device=device)
+    b = torch.randn(4, 48, 80, device=device)
+    torch.testing.assert_close(bmm(a, b, num_ctas=2), bmm(a, b), rtol=0, atol=0)
+# --8<-- [end:two-ctas]
+
+
 # %% [markdown]
 # ## Dtypes: what an operation on two blocks returns
 #
@@ -340,6 +350,19 @@ def relu(x: torch.Tensor, *, kernel=relu_where_kernel, block_size: int = 1024) -
         kernel[(triton.cdiv(x.numel(), block_size),)](x, y, x.numel(), BLOCK=block_size)
     return y
 # --8<-- [end:block-condition]
+
+
+# %%
+# --8<-- [start:block-condition-demo]
+def show_block_condition(device=DEVICE) -> None:
+    """Run both ReLU kernels on four values and print what each gives (or the compiler's refusal)."""
+    x = torch.tensor([-2.0, -0.5, 0.5, 3.0], device=device)
+    print("tl.where:", relu(x).tolist())
+    try:
+        print("if on a block, interpreter:", relu(x, kernel=relu_if_kernel).tolist())
+    except triton.CompilationError as err:
+        print("if on a block, compiler:", type(err).__name__)
+# --8<-- [end:block-condition-demo]
 
 
 # %% [markdown]
