@@ -1,0 +1,557 @@
+# %% [markdown]
+# # Layer norm: a forward, a backward and a two-stage dW/db reduction
+#
+# `layer_norm(x, weight, bias, eps)` over the last dimension of `x` (any leading
+# shape), differentiable in `x`, `weight` and `bias`:
+#
+# 1. **forward**: one program per row; the row is one tile, its mean and
+#    `rstd = 1 / sqrt(var + eps)` are computed in fp32 and saved for the backward;
+# 2. **backward, stage 1**: each program walks a group of rows, writes `dx` for
+#    each, and keeps running sums of `dy * x_hat` (dW) and `dy` (db) in registers,
+#    written once at the end as one row of a `(num_groups, N)` fp32 buffer;
+# 3. **backward, stage 2**: a small kernel adds the partial rows up, column by
+#    column, in a fixed order: the same inputs give the same bits on every run.
+#
+# fp32, fp16 and bf16 in, the same dtype out, fp32 arithmetic inside. Wrapped as
+# a `torch.autograd.Function` and, for `torch.compile`, as a `torch.library.triton_op`.
+#
+# Run it with `python examples/layer_norm.py`.
+
+# %%
+# --8<-- [start:setup]
+import os
+
+import torch
+
+if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+
+import triton
+import triton.language as tl
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# --8<-- [end:setup]
+
+
+# %% [markdown]
+# ## The reference
+#
+# What we must match: `torch.nn.functional.layer_norm` computed in fp32 and cast
+# back to the input's dtype; its gradients come from torch's autograd, also in fp32.
+
+
+# %%
+# --8<-- [start:reference]
+import math
+from numbers import Real
+
+import torch.nn.functional as F
+from torch.library import triton_op, wrap_triton
+
+
+def layer_norm_torch(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """The plain torch reference: fp32 maths, result in x's dtype."""
+    return F.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(), eps).to(x.dtype)
+
+
+def layer_norm_grads_torch(dy, x, weight, bias, eps: float = 1e-5):
+    """(dx, dweight, dbias) of the reference, by torch's autograd in fp32 (float64 stays float64),
+    cast to the inputs' dtypes."""
+    acc = torch.promote_types(x.dtype, torch.float32)
+    xs, ws, bs = (t.detach().to(acc).requires_grad_(True) for t in (x, weight, bias))
+    y = F.layer_norm(xs, x.shape[-1:], ws, bs, eps)
+    grads = torch.autograd.grad(y, (xs, ws, bs), dy.to(acc))
+    return tuple(g.to(t.dtype) for g, t in zip(grads, (x, weight, bias), strict=True))
+# --8<-- [end:reference]
+
+
+# %% [markdown]
+# ## The forward kernel
+#
+# One program per row, the row is one tile of `BLOCK_N` lanes (the next power of
+# two above `N`). Masked lanes load 0 and are zeroed again after the mean is
+# subtracted, so they add nothing to either sum. The program also stores the row's
+# mean and `rstd`: 8 bytes per row that save the backward a reduction.
+
+
+# %%
+# --8<-- [start:forward-kernel]
+@triton.jit
+def layer_norm_fwd_kernel(
+    x_ptr,  # input, [M, N] with unit column stride
+    y_ptr,  # output, [M, N] contiguous
+    w_ptr,  # weight, [N]
+    b_ptr,  # bias, [N]
+    mean_ptr,  # [M] fp32: the mean of each row, saved for the backward
+    rstd_ptr,  # [M] fp32: 1 / sqrt(var + eps) of each row
+    n_cols,  # N
+    stride_xm,  # elements between x[i, 0] and x[i + 1, 0]
+    stride_ym,  # elements between y[i, 0] and y[i + 1, 0]
+    eps,  # added to the variance
+    BLOCK_N: tl.constexpr,  # a power of two >= N: the whole row is one tile
+):
+    row = tl.program_id(0).to(tl.int64)  # (1)!
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / n_cols
+    xc = tl.where(mask, x - mean, 0.0)  # (2)!
+    var = tl.sum(xc * xc, axis=0) / n_cols  # (3)!
+    rstd = tl.rsqrt(var + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    y = xc * rstd * w + b
+    tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+# --8<-- [end:forward-kernel]
+
+
+# %% [markdown]
+# ## The backward, stage 1: dx, and partial dW and db per group of rows
+#
+# With `x_hat = (x - mean) * rstd` and `g = dy * w`:
+#
+# * `dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat))`, means over the row;
+# * `dW = sum over rows of dy * x_hat` and `db = sum over rows of dy`.
+#
+# `dx` is per row. dW and db are sums over all `M` rows. Each program takes every
+# `num_programs`-th row, keeps its share of the two sums in registers, and writes
+# it once, as its own row of a `(num_groups, N)` fp32 buffer: no two programs
+# ever write the same address.
+
+
+# %%
+# --8<-- [start:backward-kernel]
+@triton.jit
+def layer_norm_bwd_kernel(
+    dy_ptr,  # gradient of the output, [M, N] with unit column stride
+    x_ptr,  # the forward's input, [M, N] with unit column stride
+    w_ptr,  # weight, [N]
+    mean_ptr,  # [M] fp32, from the forward
+    rstd_ptr,  # [M] fp32, from the forward
+    dx_ptr,  # gradient of the input, [M, N] contiguous
+    dw_part_ptr,  # [num_groups, N] fp32: this program's share of dW goes in row program_id
+    db_part_ptr,  # [num_groups, N] fp32: the same for db
+    n_rows,  # M
+    n_cols,  # N
+    stride_dym,  # row stride of dy, in elements
+    stride_xm,  # row stride of x
+    stride_dxm,  # row stride of dx
+    BLOCK_N: tl.constexpr,  # a power of two >= N
+):
+    group = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    db_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
+    for i in range(group, n_rows, tl.num_programs(0)):  # (1)!
+        row = tl.cast(i, tl.int64)  # int64 before the multiply by a stride
+        x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
+        mean = tl.load(mean_ptr + row)
+        rstd = tl.load(rstd_ptr + row)
+        x_hat = tl.where(mask, (x - mean) * rstd, 0.0)
+        g = dy * w  # dL/dx_hat; 0 in the masked lanes
+        c1 = tl.sum(g * x_hat, axis=0) / n_cols
+        c2 = tl.sum(g, axis=0) / n_cols
+        dx = (g - (x_hat * c1 + c2)) * rstd  # (2)!
+        tl.store(dx_ptr + row * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dw_acc += dy * x_hat
+        db_acc += dy
+    part = group * n_cols + cols  # (3)!
+    tl.store(dw_part_ptr + part, dw_acc, mask=mask)
+    tl.store(db_part_ptr + part, db_acc, mask=mask)
+# --8<-- [end:backward-kernel]
+
+
+# %% [markdown]
+# ## The backward, stage 2: add the partial rows up
+#
+# Each program owns `BLOCK_COLS` columns and walks down the `num_groups` partial
+# rows in `BLOCK_G`-row tiles, in the same order on every run.
+
+
+# %%
+# --8<-- [start:reduce-kernel]
+@triton.jit
+def layer_norm_dwdb_kernel(
+    dw_part_ptr,  # [num_groups, N] fp32, from stage 1
+    db_part_ptr,  # [num_groups, N] fp32
+    dw_ptr,  # [N], in the weight's dtype
+    db_ptr,  # [N], in the bias's dtype
+    n_groups,  # num_groups
+    n_cols,  # N
+    BLOCK_G: tl.constexpr,  # partial rows per step
+    BLOCK_COLS: tl.constexpr,  # columns per program
+):
+    cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
+    col_mask = cols < n_cols
+    dw = tl.zeros([BLOCK_G, BLOCK_COLS], dtype=tl.float32)
+    db = tl.zeros([BLOCK_G, BLOCK_COLS], dtype=tl.float32)
+    for g0 in range(0, n_groups, BLOCK_G):
+        groups = g0 + tl.arange(0, BLOCK_G)
+        mask = (groups < n_groups)[:, None] & col_mask[None, :]
+        offs = groups[:, None] * n_cols + cols[None, :]
+        dw += tl.load(dw_part_ptr + offs, mask=mask, other=0.0)
+        db += tl.load(db_part_ptr + offs, mask=mask, other=0.0)
+    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
+# --8<-- [end:reduce-kernel]
+
+
+# %% [markdown]
+# ## The launchers
+#
+# They validate, view `x` as `M` rows of `N`, size the launches and run the
+# kernels. `layer_norm_fwd` returns `(y, mean, rstd)`; `layer_norm_bwd` returns
+# `(dx, dweight, dbias)`. Every launch goes through `wrap_triton`, which is a
+# plain launch in eager mode and lets `torch.compile` see the kernel inside the
+# `triton_op` below.
+
+
+# %%
+# --8<-- [start:launcher]
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+MAX_N = 32768  # (1)!
+INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
+REGISTER_FILE = 256 * 1024  # bytes of registers per SM (H100, H200)
+REDUCE_BLOCK_G, REDUCE_BLOCK_COLS = 64, 32  # stage 2's tile: 64 partial rows x 32 columns (128 bytes of fp32)
+
+
+def _num_warps(block_n: int) -> int:
+    """At most 32 fp32 values of a row per thread: 4 warps up to 2048, 8 up to 8192, then 16 and 32."""
+    return 4 if block_n <= 2048 else 8 if block_n <= 8192 else 16 if block_n <= 16384 else 32
+
+
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of the device; a small stand-in for the interpreter."""
+    if device.type != "cuda":
+        return 4
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _num_groups(n_rows: int, block_n: int, device: torch.device) -> int:
+    """Stage 1's grid: as many programs per SM as the register file holds (1 to 4), at most one per row."""
+    per_sm = min(4, max(1, REGISTER_FILE // (5 * 4 * block_n)))  # (2)!
+    return max(1, min(n_rows, _sm_count(device) * per_sm))
+
+
+def _check_tensor(name: str, t) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+    if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+
+
+def _rows(name: str, t: torch.Tensor) -> torch.Tensor:
+    """t as an [M, N] view with unit column stride (N = t.shape[-1]), or a ValueError naming t."""
+    if t.dim() == 0:
+        raise ValueError(f"{name} must have at least one dimension, got a 0-d tensor")
+    m, n = math.prod(t.shape[:-1]), t.shape[-1]
+    try:
+        rows = t.view(m, n)
+    except RuntimeError:
+        raise ValueError(f"{name}'s leading dimensions cannot be viewed as one row dimension (strides "
+                         f"{t.stride()} for shape {tuple(t.shape)}): pass {name}.contiguous()") from None
+    if n > 1 and rows.stride(1) != 1:
+        raise ValueError(f"{name} must have unit stride along its last dim, got strides {t.stride()}")
+    return rows
+
+
+def _check_inputs(x, weight, bias, eps) -> None:
+    for name, t in (("x", x), ("weight", weight), ("bias", bias)):
+        _check_tensor(name, t)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dimension (the one normalized), got a 0-d tensor")
+    n = x.shape[-1]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t.shape != (n,):
+            raise ValueError(f"{name} must have shape (N,) = ({n},), the last dim of x, got {tuple(t.shape)}")
+        if t.dtype != x.dtype:
+            raise TypeError(f"{name} must have x's dtype {x.dtype}, got {t.dtype}")
+        if t.device != x.device:
+            raise ValueError(f"{name} must be on x's device {x.device}, got {t.device}")
+    if isinstance(eps, bool) or not isinstance(eps, Real):
+        raise TypeError(f"eps must be a real number, got {type(eps).__name__}")
+    if not (math.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be positive and finite, got {eps}")
+    if n > MAX_N:
+        raise ValueError(f"x's last dim N = {n} is longer than MAX_N = {MAX_N}, the longest row one tile holds")
+
+
+def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5):
+    """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,), M = x.numel() // N."""
+    _check_inputs(x, weight, bias, eps)
+    x2 = _rows("x", x)
+    n_rows, n_cols = x2.shape
+    y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+    mean = torch.empty(n_rows, device=x.device, dtype=torch.float32)
+    rstd = torch.empty(n_rows, device=x.device, dtype=torch.float32)
+    if n_rows == 0 or n_cols == 0:  # nothing to normalize: an empty y (and NaN statistics for N = 0)
+        return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
+    if n_rows > INT32_MAX:
+        raise ValueError(f"x has {n_rows} rows: one program per row allows at most 2**31 - 1")
+    block_n = triton.next_power_of_2(n_cols)
+    wrap_triton(layer_norm_fwd_kernel)[(n_rows,)](
+        x2, y, weight.contiguous(), bias.contiguous(), mean, rstd,  # (3)!
+        n_cols, x2.stride(0), n_cols, float(eps), BLOCK_N=block_n, num_warps=_num_warps(block_n))
+    return y, mean, rstd
+
+
+def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
+                   rstd: torch.Tensor, num_groups: int | None = None):
+    """(dx, dweight, dbias) from the forward's input, mean and rstd. num_groups: stage 1's grid."""
+    for name, t in (("dy", dy), ("x", x), ("weight", weight)):
+        _check_tensor(name, t)
+    if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
+        raise ValueError(f"dy must match x, got {tuple(dy.shape)} {dy.dtype} {dy.device} "
+                         f"for x {tuple(x.shape)} {x.dtype} {x.device}")
+    x2, dy2 = _rows("x", x), _rows("dy", dy)
+    n_rows, n_cols = x2.shape
+    if weight.shape != (n_cols,) or weight.dtype != x.dtype or weight.device != x.device:
+        raise ValueError(f"weight must be ({n_cols},) {x.dtype} on {x.device}, got {tuple(weight.shape)} "
+                         f"{weight.dtype} {weight.device}")
+    for name, t in (("mean", mean), ("rstd", rstd)):
+        if not isinstance(t, torch.Tensor) or t.shape != (n_rows,) or t.dtype != torch.float32 \
+                or t.device != x.device or not t.is_contiguous():
+            raise ValueError(f"{name} must be the forward's contiguous fp32 ({n_rows},) tensor on {x.device}")
+    dx = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+    if n_rows == 0 or n_cols == 0:  # a sum over no rows is zero
+        return dx, torch.zeros_like(weight), torch.zeros_like(weight)
+    if n_cols > MAX_N:
+        raise ValueError(f"x's last dim N = {n_cols} is longer than MAX_N = {MAX_N}")
+    block_n = triton.next_power_of_2(n_cols)
+    groups = _num_groups(n_rows, block_n, x.device) if num_groups is None else num_groups
+    if isinstance(groups, bool) or not isinstance(groups, int) or not 1 <= groups <= INT32_MAX:
+        raise ValueError(f"num_groups must be a positive int (programs of stage 1), got {groups!r}")
+    groups = min(groups, n_rows)  # a group with no rows would only add zeros
+    dw_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)  # (4)!
+    db_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)
+    wrap_triton(layer_norm_bwd_kernel)[(groups,)](
+        dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,
+        n_rows, n_cols, dy2.stride(0), x2.stride(0), n_cols, BLOCK_N=block_n, num_warps=_num_warps(block_n))
+    dw = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
+    db = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
+    wrap_triton(layer_norm_dwdb_kernel)[(triton.cdiv(n_cols, REDUCE_BLOCK_COLS),)](
+        dw_part, db_part, dw, db, groups, n_cols, BLOCK_G=REDUCE_BLOCK_G, BLOCK_COLS=REDUCE_BLOCK_COLS)
+    return dx, dw, db
+# --8<-- [end:launcher]
+
+
+# %% [markdown]
+# ## Autograd
+#
+# `torch.autograd.Function` ties the two launchers together: the forward saves
+# `x`, `weight`, `mean` and `rstd`; the backward gets `dy` from autograd. Autograd
+# may hand over a `dy` with any strides (an `expand`ed tensor of ones after
+# `y.sum()`, for instance), so the backward makes it contiguous first.
+
+
+# %%
+# --8<-- [start:autograd]
+class LayerNormFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        y, mean, rstd = layer_norm_fwd(x, weight, bias, eps)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, mean, rstd = ctx.saved_tensors
+        dx, dw, db = layer_norm_bwd(dy.contiguous(), x, weight, mean, rstd)
+        return dx, dw, db, None  # no gradient for eps
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Layer norm over the last dim of x, computed in fp32; differentiable in x, weight and bias.
+
+    x: float16, bfloat16 or float32, any leading shape, unit stride along the last dim,
+    leading dims that view as one row dim (else pass x.contiguous()). weight, bias: (N,),
+    x's dtype and device (any strides: they are made contiguous, N elements each).
+    """
+    _check_inputs(x, weight, bias, eps)
+    return LayerNormFunction.apply(x, weight, bias, eps)
+# --8<-- [end:autograd]
+
+
+# %% [markdown]
+# ## For `torch.compile`: a `triton_op`
+#
+# The same launchers registered as `torch.ops.tit.layer_norm_fwd` and
+# `torch.ops.tit.layer_norm_bwd` (see the SiLU of `examples/torch_op.py`), with
+# the backward attached by `register_autograd`. `torch.compile(fullgraph=True)`
+# traces through `layer_norm_op` and sees the kernels instead of a graph break.
+
+
+# %%
+# --8<-- [start:triton-op]
+@triton_op("tit::layer_norm_fwd", mutates_args={})
+def layer_norm_fwd_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                      eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return layer_norm_fwd(x, weight, bias, eps)
+
+
+@triton_op("tit::layer_norm_bwd", mutates_args={})
+def layer_norm_bwd_op(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
+                      rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return layer_norm_bwd(dy, x, weight, mean, rstd)
+
+
+def _setup_context(ctx, inputs, output):
+    x, weight, _bias, _eps = inputs
+    _y, mean, rstd = output
+    ctx.save_for_backward(x, weight, mean, rstd)
+
+
+def _backward(ctx, dy, _dmean, _drstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    dx, dw, db = layer_norm_bwd_op(dy.contiguous(), x, weight, mean, rstd)
+    return dx, dw, db, None
+
+
+layer_norm_fwd_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """layer_norm through the registered operator: checked here, then torch.ops.tit.layer_norm_fwd."""
+    _check_inputs(x, weight, bias, eps)
+    return layer_norm_fwd_op(x, weight, bias, float(eps))[0]
+# --8<-- [end:triton-op]
+
+
+# %% [markdown]
+# ## Check it
+#
+# Odd row lengths, a 3-D input, a row-strided view, and the gradients of all
+# three inputs against torch's autograd, with several rows per group.
+
+
+# %%
+# --8<-- [start:check]
+def self_check(shapes=((1, 1), (7, 17), (33, 781), (5, 1025)), eps=1e-5) -> None:
+    tol = {"rtol": 1e-4, "atol": 1e-4}
+    for m, n in shapes:
+        x = 3 * torch.randn(m, n, device=DEVICE) + 1
+        w, b = torch.randn(n, device=DEVICE), torch.randn(n, device=DEVICE)
+        xg, wg, bg = (t.clone().requires_grad_(True) for t in (x, w, b))
+        y = layer_norm(xg, wg, bg, eps)
+        torch.testing.assert_close(y, layer_norm_torch(x, w, b, eps), **tol)
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        for got, want in zip((xg.grad, wg.grad, bg.grad), layer_norm_grads_torch(dy, x, w, b, eps), strict=True):
+            torch.testing.assert_close(got, want, **tol)
+    x = torch.randn(2, 9, 2 * 300, device=DEVICE)[:, 1:7, 5:305]  # 3-D, rows 600 apart, a storage offset
+    w, b = torch.randn(300, device=DEVICE), torch.randn(300, device=DEVICE)
+    torch.testing.assert_close(layer_norm_op(x.reshape(-1, 300), w, b), layer_norm_torch(x.reshape(-1, 300), w, b),
+                               **tol)
+    torch.testing.assert_close(layer_norm(x[0], w, b), layer_norm_torch(x[0], w, b), **tol)
+    print(f"layer_norm: forward and the gradients of x, weight and bias match torch on {DEVICE.type} "
+          f"for shapes {[tuple(s) for s in shapes]} and a row-strided view")
+# --8<-- [end:check]
+
+
+# %% [markdown]
+# ## Benchmark spec
+#
+# Bytes moved, whichever provider runs: the forward reads `x` and writes `y`
+# (plus `weight` and `bias` once); the backward reads `x`, `dy`, the per-row
+# mean and rstd and `weight`, and writes `dx`, `dweight` and `dbias`. The partial
+# sums of stage 2 are not counted: they are this kernel's overhead. Rows of
+# `M = 2**26 / N` keep each `[M, N]` tensor at 128 MB in fp16, twice the L2.
+
+
+# %%
+HIDDEN = [1024, 2048, 4096, 8192, 16384]
+BENCHMARKS = [
+    {
+        "name": f"layer_norm_{pass_}_{dt}",
+        "title": f"Layer norm {'forward' if pass_ == 'fwd' else 'backward'}, {dt}, M x N = 2^26",
+        "x_name": "N",
+        "x_vals": HIDDEN,
+        "tiny_x_vals": [] if dt == "bf16" else [17, 1024],  # bf16 is wrong in the interpreter: GPU only
+        "providers": ["triton", "torch", "torch.compile"],
+        "metric": "GB/s",
+        "ceiling": "copy",
+        "args": {"dtype": {"fp16": "float16", "bf16": "bfloat16"}[dt], "elements": 2**26, "backward": pass_ == "bwd"},
+    }
+    for pass_ in ("fwd", "bwd")
+    for dt in ("fp16", "bf16")
+]
+
+
+def bench_case(name: str, provider: str, x: int, device=None, dtype="float16", elements=2**26,
+               backward=False) -> dict:
+    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
+    device = DEVICE if device is None else device
+    dt = getattr(torch, dtype)
+    n_rows = max(1, elements // x)
+    if device.type != "cuda":
+        n_rows = min(n_rows, 8)  # the interpreter's tiny run checks the code path, not the size
+    inp = torch.randn(n_rows, x, device=device, dtype=dt)
+    w = 1 + 0.1 * torch.randn(x, device=device, dtype=dt)
+    b = 0.1 * torch.randn(x, device=device, dtype=dt)
+    es = inp.element_size()
+    tol = 1e-2 if dtype == "float16" else 2e-2
+    if not backward:
+        fns = {"triton": lambda: layer_norm(inp, w, b), "torch": lambda: F.layer_norm(inp, (x,), w, b)}
+        peer = _compiled_peer(_torch_layer_norm, inp, w, b) if provider == "torch.compile" else None
+        return {
+            **(peer or {"fn": fns[provider]}),
+            "ref": lambda: layer_norm_torch(inp, w, b),
+            "work": 2 * inp.numel() * es + 2 * x * es,  # read x, write y; read weight and bias
+            "rtol": tol,
+            "atol": tol,
+        }
+    # The backward alone, from the same x and dy: each provider starts from the mean and rstd
+    # its own forward saved (computed here, untimed), as autograd would hand them to it.
+    dy = torch.randn_like(inp)
+    if provider == "triton":
+        _, mean, rstd = layer_norm_fwd(inp, w, b)
+        peer = {"fn": lambda: layer_norm_bwd(dy, inp, w, mean, rstd)}
+    else:
+        _, mean, rstd = torch.ops.aten.native_layer_norm(inp, [x], w, b, 1e-5)
+        args = (dy, inp, w, b, mean, rstd)
+        peer = _compiled_peer(_torch_layer_norm_bwd, *args) if provider == "torch.compile" else {
+            "fn": lambda: _torch_layer_norm_bwd(*args)}
+    return {
+        **peer,
+        "ref": lambda: layer_norm_grads_torch(dy, inp, w, b),
+        # read x and dy, mean and rstd (fp32) and weight; write dx, dweight and dbias
+        "work": 3 * inp.numel() * es + 8 * n_rows + 3 * x * es,
+        "rtol": tol,
+        "atol": tol,
+    }
+
+
+def _torch_layer_norm(t, w, b):
+    """What the torch.compile peer of the forward compiles: the same call as the "torch" provider."""
+    return F.layer_norm(t, t.shape[-1:], w, b)
+
+
+def _torch_layer_norm_bwd(dy, t, w, b, mean, rstd):
+    """torch's layer-norm backward, the op its autograd runs: (dx, dweight, dbias)."""
+    return torch.ops.aten.native_layer_norm_backward(dy, t, t.shape[-1:], mean, rstd, w, b, [True, True, True])
+
+
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
+
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
+
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
+
+
+# %%
+if __name__ == "__main__":
+    self_check()
