@@ -1,0 +1,423 @@
+# %% [markdown]
+# # Dropout: a mask you never store
+#
+# `dropout(x, p, seed)` zeroes each element with probability `p` and scales the
+# others by `1 / (1 - p)`. The keep-mask comes from `tl.rand(seed, offsets)`,
+# Triton's counter-based (Philox) generator: the same seed and element index
+# always give the same random number, so the mask is never written to memory.
+# The backward pass regenerates it from the seed.
+#
+# You will see:
+#
+# * one `@triton.jit` helper that decides "keep" from (seed, element index), used
+#   by the forward kernel and by a kernel that writes the mask for tests;
+# * a launcher that validates `x`, `p` and `seed`, and a torch reference given a mask;
+# * a `torch.autograd.Function` whose backward is the forward kernel run on `dy`;
+# * the same operator registered with `torch.library.triton_op`, `gradcheck` in
+#   float64, `opcheck`, and a small model that uses it;
+# * the benchmark spec that `scripts/bench.py` runs on the GPU.
+#
+# Run it with `python examples/dropout.py`.
+
+# %%
+# --8<-- [start:setup]
+import os
+
+import torch
+
+if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+
+import triton
+import triton.language as tl
+
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+# --8<-- [end:setup]
+
+
+# %% [markdown]
+# ## The kernels
+#
+# `_keep` is the whole random part: one Philox draw per element index, compared
+# with `p`. The forward kernel and the mask kernel both call it with the same
+# `(seed, offsets)`, so they agree bit for bit.
+
+
+# %%
+# --8<-- [start:kernel]
+@triton.jit
+def _keep(seed, offsets, p):
+    """True where the element at `offsets` survives: a uniform draw in [0, 1) that is >= p."""
+    return tl.rand(seed, offsets) >= p  # (1)!
+
+
+@triton.jit(do_not_specialize=["seed"])  # (2)!
+def dropout_kernel(
+    x_ptr,  # pointer to the input, contiguous
+    y_ptr,  # pointer to the output, same dtype and size
+    n_elements,  # number of elements
+    p,  # drop probability, already rounded to fp32 on the host
+    scale,  # 1 / (1 - p) rounded to fp32 (0 when p == 1)
+    seed,  # the random stream: 0 <= seed < 2**63
+    BLOCK_SIZE: tl.constexpr,
+):
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (3)!
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    if x.dtype != tl.float64:
+        x = x.to(tl.float32)  # fp16, bf16, fp32: scale in fp32
+    y = tl.where(_keep(seed, offsets, p), x * scale, 0.0)  # (4)!
+    tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=["seed", "start"])
+def dropout_mask_kernel(mask_ptr, n_elements, p, seed, start, BLOCK_SIZE: tl.constexpr):
+    """Write the keep-mask (torch.bool) that `dropout_kernel` uses for elements start, start + 1, ..."""
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    tl.store(mask_ptr + offsets, _keep(seed, start + offsets, p), mask=offsets < n_elements)
+# --8<-- [end:kernel]
+
+
+# %% [markdown]
+# ## The launcher
+#
+# It checks every argument, rounds `p` and the scale to fp32 once on the host (the
+# GPU and the interpreter then compare and multiply with the same values), and
+# launches on a contiguous copy when `x` is a view. The mask depends on the
+# element's logical (row-major) index only, so a view and its contiguous copy,
+# or two tensors of different shapes with the same number of elements, get the
+# same mask for the same seed.
+
+
+# %%
+# --8<-- [start:launcher]
+import struct  # noqa: E402
+
+from torch.library import triton_op, wrap_triton  # noqa: E402  (wrap_triton: see "The operator")
+
+SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+BLOCK_SIZE = 1024
+MAX_SEED = 2**63 - 1  # seeds are int64 (the operator's schema); Philox keys on all 64 bits
+
+
+def _check_p(p) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"p must be a float in [0, 1], got {type(p).__name__}")
+    if not 0.0 <= p <= 1.0:  # NaN fails this too
+        raise ValueError(f"p must be in [0, 1], got {p}")
+    return float(p)
+
+
+def _check_seed(seed) -> None:
+    if isinstance(seed, torch.SymInt):  # under torch.compile with a symbolic seed: checked when it is known
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be in [0, 2**63 - 1], got {seed}")
+
+
+def _check_x(x, name: str = "x") -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got {x.dtype}")
+    if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+
+
+def _fp32(v: float) -> float:
+    """v rounded to fp32, as a Python float: the value the kernel sees on every backend. Plain
+    Python (no tensor, no .item()): torch.compile traces this function."""
+    return struct.unpack("f", struct.pack("f", v))[0]
+
+
+def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x") -> torch.Tensor:
+    _check_x(x, name)
+    p = _check_p(p)
+    _check_seed(seed)
+    x = x.contiguous()  # (1)!
+    y = torch.empty_like(x)
+    n = x.numel()
+    if n == 0:
+        return y
+    p32 = _fp32(p)
+    scale = 0.0 if p32 == 1.0 else _fp32(1.0 / (1.0 - p32))
+    grid = (triton.cdiv(n, BLOCK_SIZE),)
+    wrap_triton(dropout_kernel)[grid](x, y, n, p32, scale, seed, BLOCK_SIZE=BLOCK_SIZE)  # (2)!
+    return y
+
+
+def dropout_mask(shape, p: float, seed: int, device=None, start: int = 0) -> torch.Tensor:
+    """The keep-mask (torch.bool, `shape`) that `dropout(x, p, seed)` uses for any x of that many
+    elements; `start`: the mask of elements start, start + 1, ... of a larger x (row-major order)."""
+    device = DEVICE if device is None else torch.device(device)
+    p = _check_p(p)
+    _check_seed(seed)
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise TypeError(f"start must be an int, got {type(start).__name__}")
+    if start < 0:
+        raise ValueError(f"start must be >= 0, got {start}")
+    if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("device is the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+    keep = torch.empty(shape, dtype=torch.bool, device=device)
+    n = keep.numel()
+    if n:
+        dropout_mask_kernel[(triton.cdiv(n, BLOCK_SIZE),)](keep, n, _fp32(p), seed, start, BLOCK_SIZE=BLOCK_SIZE)
+    return keep
+
+
+def dropout_reference(x: torch.Tensor, keep: torch.Tensor, p: float) -> torch.Tensor:
+    """The plain torch reference, given the mask: x * scale where kept, 0 elsewhere, with the
+    kernel's arithmetic (fp32 scale; fp32 maths for fp16/bf16/fp32, fp64 for fp64)."""
+    p32 = _fp32(_check_p(p))
+    scale = 0.0 if p32 == 1.0 else _fp32(1.0 / (1.0 - p32))
+    compute = torch.float64 if x.dtype == torch.float64 else torch.float32
+    kept = (x.to(compute) * torch.tensor(scale, dtype=torch.float32).to(compute)).to(x.dtype)
+    return torch.where(keep.to(x.device), kept, torch.zeros((), dtype=x.dtype, device=x.device))
+# --8<-- [end:launcher]
+
+
+# %% [markdown]
+# ## Autograd: the backward regenerates the mask
+#
+# `y = x * keep * scale`, so `dx = dy * keep * scale`: the same kernel, run on `dy`
+# with the same seed. Nothing is saved for backward but two numbers.
+
+
+# %%
+# --8<-- [start:autograd-function]
+class DropoutFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, p, seed):
+        ctx.p, ctx.seed = p, seed  # (1)!
+        return _dropout(x, p, seed)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return DropoutFunction.apply(dy, ctx.p, ctx.seed), None, None  # (2)!
+
+
+def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    """Dropout with a keep-mask drawn from (seed, element index); differentiable in x."""
+    _check_x(x)  # the checks run here too, so a bad call fails before autograd records anything
+    _check_p(p)
+    _check_seed(seed)
+    return DropoutFunction.apply(x, p, seed)
+# --8<-- [end:autograd-function]
+
+
+# %% [markdown]
+# ## The operator: `triton_op`
+#
+# The same launcher registered as `torch.ops.tit.dropout`, so that `torch.compile`
+# sees the kernel and `opcheck` can test the registration. Its backward calls the
+# operator itself on `dy`.
+
+
+# %%
+# --8<-- [start:triton-op]
+@triton_op("tit::dropout", mutates_args={})
+def dropout_op(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
+    return _dropout(x, p, seed)
+
+
+def _setup_context(ctx, inputs, output):
+    _, ctx.p, ctx.seed = inputs
+
+
+def _backward(ctx, dy):
+    return dropout_op(dy, ctx.p, ctx.seed), None, None
+
+
+dropout_op.register_autograd(_backward, setup_context=_setup_context)
+# --8<-- [end:triton-op]
+
+
+# %% [markdown]
+# ## Testing the backward
+#
+# `gradcheck` compares the backward with finite differences. It needs float64 (fp32
+# differences are too coarse), and the kernel takes float64, in the interpreter
+# and on the GPU. `opcheck` checks the registration. On the CPU only two of
+# `opcheck`'s checks can run for a `triton_op` (see "Shipping in PyTorch").
+
+
+# %%
+# --8<-- [start:autograd-checks]
+def check_gradients(n: int = 6, p: float = 0.3, seed: int = 1234) -> None:
+    x = torch.randn(n, dtype=torch.float64, device=DEVICE, requires_grad=True)
+    for fn in (dropout, dropout_op):
+        assert torch.autograd.gradcheck(lambda t, fn=fn: fn(t, p, seed), (x,))  # (1)!
+    assert torch.autograd.gradgradcheck(lambda t: dropout(t, p, seed), (x,))
+    dy = torch.randn(n, dtype=torch.float64, device=DEVICE)
+    (dx,) = torch.autograd.grad(dropout(x, p, seed), x, dy)
+    torch.testing.assert_close(dx, dropout_reference(dy, dropout_mask(n, p, seed), p), rtol=0, atol=0)
+    checks = ("test_schema", "test_autograd_registration")
+    if DEVICE.type == "cuda":
+        checks += ("test_faketensor", "test_aot_dispatch_dynamic")  # (2)!
+    torch.library.opcheck(dropout_op, (x.float(), p, seed), test_utils=checks)
+    print(f"dropout: gradcheck, gradgradcheck and opcheck {list(checks)} passed on {DEVICE.type}")
+# --8<-- [end:autograd-checks]
+
+
+# %% [markdown]
+# ## In a model, under `torch.compile`
+#
+# A two-layer MLP with dropout between the layers. The seed is an argument of
+# `forward`: the caller decides it (a step counter, say), and the same seed gives
+# the same mask in eager mode and in the compiled model.
+
+
+# %%
+# --8<-- [start:model]
+class MLP(torch.nn.Module):
+    def __init__(self, d: int = 64, hidden: int = 256, p: float = 0.1):
+        super().__init__()
+        self.up, self.down, self.p = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, d), p
+
+    def forward(self, x: torch.Tensor, seed: int) -> torch.Tensor:
+        h = torch.relu(self.up(x))
+        if self.training:
+            h = dropout_op(h, self.p, seed)
+        return self.down(h)
+
+
+def check_model(seed: int = 7) -> None:
+    torch.manual_seed(0)
+    model = MLP().to(DEVICE)
+    x = torch.randn(8, 64, device=DEVICE)
+    eager = model(x, seed)
+    eager.sum().backward()
+    grad = model.up.weight.grad.clone()
+    if DEVICE.type != "cuda":  # (1)!
+        print("dropout: MLP forward and backward ran eagerly (torch.compile of a triton_op needs a GPU)")
+        return
+    model.zero_grad()
+    compiled = torch.compile(model, fullgraph=True)
+    out = compiled(x, seed)
+    out.sum().backward()
+    torch.testing.assert_close(out, eager)  # same seed, same mask: compiled == eager
+    torch.testing.assert_close(model.up.weight.grad, grad)
+    print("dropout: MLP under torch.compile(fullgraph=True) matches eager, forward and backward")
+# --8<-- [end:model]
+
+
+# %% [markdown]
+# ## Check it
+#
+# Odd sizes, every p that is special, the mask against `dropout_mask`, and the
+# kept values against the reference, exactly.
+
+
+# %%
+# --8<-- [start:check]
+def self_check(sizes=(1, 17, 1025, 4099), seed: int = 2024) -> None:
+    for n in sizes:
+        x = torch.randn(n, device=DEVICE)
+        for p in (0.0, 0.25, 1.0):
+            want = dropout_reference(x, dropout_mask(n, p, seed), p)
+            torch.testing.assert_close(dropout(x, p, seed), want, rtol=0, atol=0)
+    torch.testing.assert_close(dropout(x, 0.0, seed), x, rtol=0, atol=0)
+    assert not dropout(x, 1.0, seed).any()
+    kept = dropout_mask(2**14, 0.25, seed).float().mean().item()
+    assert abs(kept - 0.75) < 6 * (0.75 * 0.25 / 2**14) ** 0.5, kept
+    print(f"dropout: kernel == reference given its mask on {DEVICE.type} for n in {list(sizes)}, "
+          f"p in [0, 0.25, 1]; keep rate {kept:.4f} at p = 0.25")
+# --8<-- [end:check]
+
+
+# %% [markdown]
+# ## Benchmark spec
+#
+# Forward only, fp16, `p = 0.1`. Bytes credited to every provider: read `x`, write
+# `y` (`2 * n * 2`). Eager `torch.nn.functional.dropout(training=True)` on CUDA
+# runs `native_dropout`, which also writes a one-byte bool mask for its backward
+# (`5 * n` bytes in all); `torch.compile` of the same call needs no mask when
+# nothing requires grad and writes only `y`; ours never writes one.
+#
+# The check before timing: torch's random numbers are not Triton's, so a peer's
+# output cannot equal ours. For `triton` the reference is exact (`dropout_mask` with
+# the same seed). For the peers the reference is built from the peer's own output:
+# wherever it is nonzero it must equal `x / (1 - p)` (at fp16 tolerance), and the
+# fraction kept must lie within 6 binomial standard deviations of `1 - p` (else
+# `ref()` raises). To get at the output, the eager peer remembers its last result
+# (one list store per call), and the compiled peer writes into a buffer it is given.
+
+
+# %%
+BENCH_P, BENCH_SEED = 0.1, 12345
+BENCHMARKS = [
+    {
+        "name": "dropout_fp16",
+        "title": "Dropout forward, fp16, p = 0.1",
+        "x_name": "n",
+        "x_vals": [2**20, 2**22, 2**24, 2**26, 2**28],
+        "tiny_x_vals": [1, 1025, 4097],
+        "providers": ["triton", "torch", "torch.compile"],
+        "metric": "GB/s",
+        "ceiling": "copy",
+        "args": {"dtype": "float16", "p": BENCH_P},
+    },
+]
+
+
+def _torch_dropout_into(t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """What the torch.compile peer compiles: torch's dropout, written into `out` (fused by Inductor)."""
+    return out.copy_(torch.nn.functional.dropout(t, p=BENCH_P, training=True))
+
+
+def _peer_reference(x: torch.Tensor, out: torch.Tensor, p: float) -> torch.Tensor:
+    """The output a correct dropout gives with the mask `out` shows; raises if the keep rate is off."""
+    keep = out != 0
+    n = keep.numel()
+    if n:
+        rate = keep.double().mean().item()
+        sigma = (p * (1 - p) / n) ** 0.5
+        if abs(rate - (1 - p)) > 6 * sigma + 1 / n:
+            raise AssertionError(f"keep rate {rate:.5f}, expected {1 - p} +- {6 * sigma:.5f} (n = {n})")
+    return torch.where(keep, (x.float() / (1 - p)).to(x.dtype), torch.zeros((), dtype=x.dtype, device=x.device))
+
+
+def bench_case(name: str, provider: str, x: int, device=None, dtype="float16", p=BENCH_P) -> dict:
+    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
+    device = DEVICE if device is None else device
+    t = torch.randn(x, device=device, dtype=getattr(torch, dtype))
+    last = []  # the eager peer's latest output, for its check
+
+    def torch_dropout():
+        last[:] = [torch.nn.functional.dropout(t, p=p, training=True)]
+        return last[0]
+
+    out = torch.empty_like(t)  # the compiled peer's output buffer
+    if provider == "triton":
+        case = {"fn": lambda: dropout(t, p, BENCH_SEED),
+                "ref": lambda: dropout_reference(t, dropout_mask(x, p, BENCH_SEED, device), p),
+                "rtol": 0.0, "atol": 0.0}
+    elif provider == "torch":
+        case = {"fn": torch_dropout, "ref": lambda: _peer_reference(t, last[0], p), "rtol": 1e-2, "atol": 1e-2}
+    else:
+        case = {**_compiled_peer(_torch_dropout_into, t, out), "ref": lambda: _peer_reference(t, out, p),
+                "rtol": 1e-2, "atol": 1e-2}
+    return {**case, "work": 2 * x * t.element_size()}  # bytes: read x, write y
+
+
+def _compiled_peer(fn, *inputs, **options) -> dict:
+    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
+    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
+    does the same on its first call, for a direct call of the case."""
+    compiled = []
+
+    def call():
+        if not compiled:
+            compiled.append(torch.compile(fn, dynamic=False, **options))
+        return compiled[0](*inputs)
+
+    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
+
+
+# %%
+if __name__ == "__main__":
+    self_check()
+    check_gradients()
+    check_model()
