@@ -23,13 +23,16 @@ import math
 import sys
 from unittest import mock
 
+import attention
 import autotune
 import constexpr_specialization
 import debugging
+import dropout
 import failure_modes
 import int64_offsets
 import launch_grids
 import launch_overhead
+import layer_norm
 import linear_gelu
 import masks
 import matmul
@@ -1086,3 +1089,90 @@ def test_refusals_must_name_an_argument():
         launch(module, "refuse", T((3,), torch.float32), must_accept=False)
     with pytest.raises(AssertionError, match="refused an input it must take"):
         launch(module, "refuse", T((3,), torch.float32), must_accept=True)
+
+
+# --------------------------------------------------------------------------- layer_norm
+
+LN_LAYOUTS = [(lay, LAYOUTS_1D[i % len(LAYOUTS_1D)], LAYOUTS_1D[(i + 1) % len(LAYOUTS_1D)])
+              for i, lay in enumerate(LAYOUTS_2D)]  # x's layout with weight's and bias's
+
+
+@budget()
+@given(shape=shapes_2d(), dtype=float_dtypes(), layouts=st.tuples(L2, L1, L1), values=st.tuples(V, V, V),
+       eps=st.sampled_from([1e-5, 1.0, 1e-12, 0.0, -1e-3, float("nan")]), seed=SEEDS)
+@cover(shape=SMALL_2D, dtype=DTYPES, layouts=LN_LAYOUTS,
+       values=[(v, "normal", "normal") for v in VALUES] + [("normal", "special", "large"),
+                                                           ("normal", "large", "special")],
+       eps=[1e-5, 1.0, 1e-12, 0.0, float("nan")], seed=[60])
+def test_layer_norm(shape, dtype, layouts, values, eps, seed):
+    x = T(shape, dtype, layouts[0], values[0], seed)
+    w = T(shape[1:], dtype, layouts[1], values[1], seed + 1)
+    b = T(shape[1:], dtype, layouts[2], values[2], seed + 2)
+    r = launch(layer_norm, "layer_norm", x, w, b, eps,  # weight and bias: any strides (made contiguous)
+               must_accept=row_major(x) and dtype in F3 and eps > 0 and shape[1] <= layer_norm.MAX_N)
+    if r:
+        expect(r.out, layer_norm.layer_norm_torch(*r.inputs), call=r.call)
+
+
+# --------------------------------------------------------------------------- dropout
+
+DROPOUT_PS = [0.3, 0.0, 1.0, 0.9, 1.5, -0.1]  # the last two must be refused, naming p
+DROPOUT_SEEDS = [7, 0, 2**31 + 7, 2**63 - 1, 2**63]  # 2**63: refused, naming seed
+
+
+@budget()
+@given(shape=shapes_any(), dtype=float_dtypes(extra=(torch.float64, torch.int32)), layout=L2, values=V,
+       p=st.sampled_from(DROPOUT_PS), rng=st.sampled_from(DROPOUT_SEEDS), seed=SEEDS)
+@cover(shape=[(1025,), (7, 33), (3, 1025), (1025, 3), *SMALL_2D[:5], (0,), (1,)],
+       dtype=[*DTYPES, torch.int32], layout=LAYOUTS_2D, values=VALUES, p=DROPOUT_PS, rng=DROPOUT_SEEDS, seed=[61])
+def test_dropout(shape, dtype, layout, values, p, rng, seed):
+    """Any layout: every output element is 0 or x * fp32(1 / (1 - p)) as the mask of (rng, row-major
+    index) says, the same as for the contiguous copy, and the same on a second call."""
+    x = T(shape, dtype, _layout_for(shape, layout), values, seed)
+    ok = dtype in (*F3, torch.float64) and 0 <= p <= 1 and 0 <= rng < 2**63
+    r = launch(dropout, "dropout", x, p, rng, must_accept=ok)
+    if r:
+        x_ = r.inputs[0]
+        expect(r.out, dropout.dropout_reference(x_, dropout.dropout_mask(shape, p, rng), p), call=r.call)
+        expect(dropout.dropout(x_.contiguous(), p, rng), r.out, call=r.call)  # deterministic, layout-free
+
+
+# --------------------------------------------------------------------------- attention
+
+ATTN_HEAD_DIMS = [16, 32, 64, 16, 32, 64, 8, 17]  # the last two must be refused, naming head_dim
+ATTN_LAYOUTS = [("contiguous",) * 3, ("padded", "offset", "expanded"), ("offset", "row-offset", "padded"),
+                ("transposed", "contiguous", "contiguous"), ("expanded", "padded", "row-offset"),
+                ("row-offset", "expanded", "offset")]
+
+
+@st.composite
+def shapes_attention(draw):
+    """(batch, heads, seq, head_dim), tiny: the interpreter runs every (block, head) program."""
+    return (draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(sizes(70)), draw(st.sampled_from(ATTN_HEAD_DIMS)))
+
+
+@budget()
+@given(shape=shapes_attention(), dtype=float_dtypes(),
+       layouts=st.one_of(st.sampled_from(ATTN_LAYOUTS), st.tuples(L2, L2, L2)),
+       values=st.tuples(V, V, st.sampled_from(["normal", "large"])), causal=st.booleans(), seed=SEEDS)
+@cover(shape=[(2, 2, 17, 16), (1, 2, 33, 32), (1, 1, 1, 64), (2, 1, 31, 16), (1, 2, 64, 32), (1, 1, 0, 16),
+              (2, 2, 13, 32), (1, 1, 5, 17), (1, 2, 9, 8)],
+       dtype=[*FLOAT_DTYPES, torch.float32, torch.float16, torch.float64], layouts=ATTN_LAYOUTS,
+       values=[("normal", "normal", "normal"), ("special", "normal", "normal"), ("normal", "special", "large"),
+               ("large", "normal", "normal"), ("normal", "large", "normal")],
+       causal=[False, True], seed=[62])
+def test_attention(shape, dtype, layouts, values, causal, seed):
+    """v draws no NaN/inf: a causal kernel never reads the values past a query's diagonal block, where the
+    reference multiplies 0 * NaN into every row (see docs/kernels/attention.md, Pitfalls)."""
+    q, k, v = (T(shape, dtype, layouts[i], values[i], seed + i) for i in range(3))
+    must = row_major(q, k, v) and dtype in F3 and shape[3] in attention.HEAD_DIMS
+    r = launch(attention, "attention", q, k, v, causal, must_accept=must, names=["q", "k", "v", "head_dim"])
+    if r:
+        q_, k_, v_ = r.inputs[:3]
+        with exact_fp32():
+            ref = attention.attention_torch(q_, k_, v_, causal)
+            scale = attention.attention_torch(q_.double(), k_.double(), v_.double().abs(), causal)  # P @ |V|
+        # P is rounded to the input dtype before P @ V (as in FlashAttention): for fp16/bf16 the error is
+        # that rounding, relative to P @ |V|
+        acc = accumulation_rtol(shape[2], dtype) if dtype == torch.float32 else torch.finfo(dtype).eps
+        expect(r.out, ref, scale=scale, acc_rtol=acc, call=r.call)
