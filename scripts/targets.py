@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import results
+from scripts import results
 
 
 @dataclass
