@@ -1,7 +1,8 @@
 """MkDocs hooks: the build-time glue between examples/, results and the pages.
 
 * ``on_config``: one page per ``examples/*.py`` under "Examples" in the nav.
-* ``on_pre_build``: turn each example into a notebook (section markers removed)
+* ``on_pre_build``: turn each example into a notebook (section markers removed) and
+  execute it (``scripts/notebooks.py``: worker processes, cached on the notebook's hash),
   and redraw every benchmark plot from ``benchmarks/results``.
 * ``on_files``: add those notebooks and plots to the site.
 * ``on_page_markdown``: render the page's expressions (``{{ bench ... }}``,
@@ -24,14 +25,9 @@ import mkdocs.plugins
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+from scripts import compare_runs, expressions, notebooks, plots, results, sections
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-import compare_runs  # noqa: E402  (scripts/compare_runs.py)
-import expressions  # noqa: E402  (scripts/expressions.py: the page expressions)
-import plots  # noqa: E402  (scripts/plots.py)
-import results  # noqa: E402  (scripts/results.py)
-import sections  # noqa: E402  (scripts/sections.py)
 
 EXAMPLES = ROOT / "examples"
 CACHE = ROOT / ".cache" / "site"
@@ -97,7 +93,7 @@ def notebook_title(src: Path) -> str:
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "expressions")
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "notebooks", "expressions")
 
 
 def reload_helpers() -> None:
@@ -105,12 +101,10 @@ def reload_helpers() -> None:
     an edit to scripts/*.py shows without a restart (results first: the others import it)."""
     import importlib
 
-    if str(ROOT / "scripts") not in sys.path:  # MkDocs restores sys.path after loading a hook
-        sys.path.insert(0, str(ROOT / "scripts"))
     for name in HELPERS:
-        sys.modules.pop(name, None)
+        sys.modules.pop(f"scripts.{name}", None)
     for name in HELPERS:
-        globals()[name] = importlib.import_module(name)
+        globals()[name] = importlib.import_module(f"scripts.{name}")
 
 
 def on_config(config, **kwargs):
@@ -165,8 +159,8 @@ def on_pre_build(config, **kwargs):
     problems = [p for src in example_files() for p in check_sections(src)]
     if problems:
         raise PluginError("examples/: " + "; ".join(problems))
-    for src in example_files():
-        write_if_changed(NOTEBOOKS / "examples" / f"{src.stem}.ipynb", example_to_notebook(src))
+    # the examples run in worker processes (scripts/notebooks.py) while this one draws the plots
+    run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed").start()
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
     for stem in stale:
         (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
@@ -186,6 +180,12 @@ def on_pre_build(config, **kwargs):
     if tracer.exists():
         for name, blob in sorted(widget_traces(tracer).items()):
             write_if_changed(data_dir / name, blob)
+    try:
+        executed = run.wait()
+    except notebooks.NotebookError as err:
+        raise PluginError(str(err)) from None
+    for stem, nb in executed.items():  # mkdocs-jupyter renders them as they are (execute: false)
+        write_if_changed(NOTEBOOKS / "examples" / f"{stem}.ipynb", nb)
 
 
 def widget_traces(tracer: Path) -> dict[str, bytes]:
@@ -330,7 +330,7 @@ def stale_notice(stale: list[results.Stale]) -> str:
         "    Some numbers or plots on this page come from result files that do not match the\n"
         "    current example (their `source_sha256` differs or is missing):\n\n"
         f"{items}\n\n"
-        f"    They are re-measured on the GPU with `python scripts/bench.py {rerun}`.\n"
+        f"    They are re-measured on the GPU with `python -m scripts.bench {rerun}`.\n"
     )
 
 
