@@ -56,10 +56,23 @@ def check_sections(src: Path) -> list[str]:
     return sections.problems(src)
 
 
+_NOTEBOOKS: dict[tuple[bytes, bytes], bytes] = {}  # kept between `mkdocs serve` rebuilds
+
+
 def example_to_notebook(src: Path) -> bytes:
+    """The notebook of one example, made again only when the example or the marker parser changed."""
+    key = (src.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes())
+    if key not in _NOTEBOOKS:
+        if len(_NOTEBOOKS) > 500:
+            _NOTEBOOKS.clear()
+        _NOTEBOOKS[key] = _example_to_notebook(key[0].decode())
+    return _NOTEBOOKS[key]
+
+
+def _example_to_notebook(source: str) -> bytes:
     import jupytext
 
-    text = sections.without_markers(src.read_text())
+    text = sections.without_markers(source)
     nb = jupytext.reads(text, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.pop("jupytext", None)
@@ -286,14 +299,14 @@ def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
 def on_nav(nav, config, files, **kwargs):
     """`mkdocs serve --dirty` (make serve) re-renders only the pages whose Markdown changed. Every
     page may quote the examples, the results or what the scripts make of them: when any of those
-    changed since the last build, every page counts as changed. The example notebooks always do:
-    mkdocs-jupyter deletes the cached render of each notebook a build did not read, and reading a
-    cached render costs little. (Here, after every plugin's on_files: mkdocs-jupyter's makes the
-    notebooks pages.)"""
+    changed since the last build, every page counts as changed, the example notebooks too. A page
+    edit re-renders that page only: its notebooks' pages stay as they were served (mkdocs-jupyter
+    then drops their cached renders, so the next full rebuild converts them again; their execution
+    stays cached in .cache/site/executed). (Here, after every plugin's on_files: mkdocs-jupyter's
+    makes the notebooks pages.)"""
     _BUILD["inputs_key"] = key = shared_inputs_key()
-    everything = not INPUTS_KEY.exists() or INPUTS_KEY.read_text() != key
-    for page_file in files.documentation_pages():
-        if everything or page_file.src_uri.endswith(".ipynb"):
+    if not INPUTS_KEY.exists() or INPUTS_KEY.read_text() != key:
+        for page_file in files.documentation_pages():
             page_file.is_modified = lambda: True
     return nav
 
