@@ -46,9 +46,9 @@ lint: install
 # The whole verification, in the order a failure is cheapest to read.
 test: install
 	$(BIN)/ruff check .
-	$(BIN)/python scripts/results.py --stale  # result files older than their example (printed, not fatal)
+	$(BIN)/python -m scripts.results --stale  # result files older than their example (printed, not fatal)
 	$(BIN)/pytest -n 2 tests --ignore=tests/browser
-	$(BIN)/python scripts/check_exercises.py
+	$(BIN)/python -m scripts.check_exercises
 	$(BIN)/pytest -n 2 --codeblocks docs/
 	$(BIN)/mkdocs build --strict
 	$(BIN)/pytest tests/browser
@@ -74,10 +74,10 @@ test-latest-triton:
 GPU_PY ?= python3
 GPU_CHECK_ARGS ?=
 gpu-check:
-	$(GPU_PY) scripts/gpu_check.py $(GPU_CHECK_ARGS)
+	$(GPU_PY) -m scripts.gpu_check $(GPU_CHECK_ARGS)
 
 bench-tiny: install
-	TRITON_INTERPRET=1 $(BIN)/python scripts/bench.py --tiny --all
+	TRITON_INTERPRET=1 $(BIN)/python -m scripts.bench --tiny --all
 
 clean:
 	rm -rf site .cache

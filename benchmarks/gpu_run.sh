@@ -42,14 +42,14 @@ for stage in "$@"; do
       timeout ${CODEBLOCKS_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -n ${TESTS_WORKERS:-4} --codeblocks docs/ > "$LOG/codeblocks.txt" 2>&1
       echo "codeblocks rc=$? $(tail -1 "$LOG/codeblocks.txt")" ;;
     check)  # CHECK_BUDGET (s): steps not finished by then fail, and nothing is recorded
-      timeout ${CHECK_TIMEOUT:-570} python3 scripts/gpu_check.py --logs "$LOG/check" --record-to "$OUT/verified" \
+      timeout ${CHECK_TIMEOUT:-570} python3 -m scripts.gpu_check --logs "$LOG/check" --record-to "$OUT/verified" \
         --budget ${CHECK_BUDGET:-520} -n ${TESTS_WORKERS:-8} ${CHECK_ARGS:-} > "$LOG/check.txt" 2>&1
       echo "check rc=$?"; sed -n '/^step /,$p' "$LOG/check.txt" ;;
     bench:*)
       args=()
       IFS=',' read -ra names <<< "${stage#bench:}"
       for e in "${names[@]}"; do if [ "$e" = all ]; then args+=(--all); else args+=(--example "$e"); fi; done
-      timeout ${BENCH_TIMEOUT:-540} python3 scripts/bench.py "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
+      timeout ${BENCH_TIMEOUT:-540} python3 -m scripts.bench "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
       echo "bench ${stage#bench:} rc=$?"; grep -E "^(==|FAIL|NOT)" "$LOG/bench_${stage#bench:}.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac

@@ -2,9 +2,9 @@
 
 On a CUDA machine::
 
-    python scripts/bench.py --all                    # every example (about 6-7 minutes on an H200)
-    python scripts/bench.py --example softmax        # one (or several) examples
-    python scripts/bench.py --all --passes 5         # more passes per point (default 3)
+    python -m scripts.bench --all                    # every example (about 6-7 minutes on an H200)
+    python -m scripts.bench --example softmax        # one (or several) examples
+    python -m scripts.bench --all --passes 5         # more passes per point (default 3)
 
 measures the ceilings of this GPU (device-to-device copy, cuBLAS fp16/bf16 at
 8192^3) and then, for each example, every (bench, x, provider) point of its
@@ -42,7 +42,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
-import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -53,12 +53,11 @@ import time
 import traceback
 from pathlib import Path
 
+from scripts import results
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(EXAMPLES))
 
-import results  # noqa: E402
 
 # Per pass. 30 ms of do_bench repetitions give ~35 samples of the longest memory-bound kernels here
 # (~0.8 ms with the L2 flush), ~15 of the 8192^3 matmuls and hundreds of the short ones: the old
@@ -277,13 +276,28 @@ def build_fn(case: dict):
     return (lambda: compiled(*inputs)), how
 
 
+def load_example(name: str):
+    """Import examples/<name>.py as the module `name` (the examples are files, not a package);
+    an example imported before (by a test, say) is reused."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
 def run_example(name: str, device, tiny: bool, only_bench: str | None = None, passes: int = PASSES,
                 peers: dict | None = None) -> tuple[list[dict], list[str]]:
     """Run one example's benchmarks. Returns (rows, failures); fills ``peers`` (bench -> provider ->
     how it was built) when given."""
     import torch
 
-    mod = importlib.import_module(name)
+    mod = load_example(name)
     specs = getattr(mod, "BENCHMARKS", None)
     if not specs or not hasattr(mod, "bench_case"):
         return [], [f"{name}: no BENCHMARKS / bench_case (see CONTRIBUTING.md)"]

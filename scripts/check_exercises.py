@@ -7,7 +7,7 @@ For each ``exercises/NN_name/`` folder, run ``pytest exercises/NN_name`` twice:
   one failure, no errors), not through a collection or import error (exit code 2+).
 
 Prints one line per exercise and exits non-zero if any check does not hold.
-Usage: ``python scripts/check_exercises.py [--jobs N] [NN_name ...]``
+Usage: ``python -m scripts.check_exercises [--jobs N] [NN_name ...]``
 """
 
 from __future__ import annotations

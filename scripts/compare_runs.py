@@ -1,6 +1,6 @@
 """Compare two benchmark runs point by point: does a second run reproduce the first?
 
-    python scripts/compare_runs.py RUN_A RUN_B [--out report.md]
+    python -m scripts.compare_runs RUN_A RUN_B [--out report.md]
 
 RUN_A and RUN_B are results folders: either a GPU folder holding ``<example>.csv`` files
 (``benchmarks/results/h200``) or a results root holding one such folder. A point is one
@@ -23,9 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import results  # noqa: E402  (scripts/results.py)
+from scripts import results
 
 KERNEL_TIMINGS = ("do_bench", "cudagraph")
 

@@ -20,10 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import compare_runs
-import gpu_check
-import results
-import targets
+from scripts import compare_runs, gpu_check, results, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 # What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).

@@ -2,13 +2,13 @@
 
 On a machine with a CUDA GPU (torch and Triton installed for it)::
 
-    python scripts/gpu_check.py                   # one random order of the test suite
-    python scripts/gpu_check.py --runs 2          # two random orders, two seeds
+    python -m scripts.gpu_check                   # one random order of the test suite
+    python -m scripts.gpu_check --runs 2          # two random orders, two seeds
     make gpu-check GPU_CHECK_ARGS="--runs 2"      # the same
     # the same in two sessions (each command on the lent H200 may run 10 minutes):
-    python scripts/gpu_check.py --runs 1                  # every step; copy the record to
+    python -m scripts.gpu_check --runs 1                  # every step; copy the record to
                                                           # benchmarks/verified/<gpu>.json, then
-    python scripts/gpu_check.py --merge benchmarks/verified/h200.json --tests-only
+    python -m scripts.gpu_check --merge benchmarks/verified/h200.json --tests-only
 
 runs, in this order:
 
@@ -30,7 +30,7 @@ the current code last passed. It exits non-zero on any failure and prints a summ
 
 Without a GPU::
 
-    python scripts/gpu_check.py --update-readme   # README's block from benchmarks/verified/
+    python -m scripts.gpu_check --update-readme   # README's block from benchmarks/verified/
 
 This module imports nothing heavy: the MkDocs hooks and the CPU tests use its helpers.
 """
@@ -53,7 +53,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from results import sha256_of as sha256  # scripts/results.py: the digest the result files record too
+from scripts.results import sha256_of as sha256  # scripts/results.py: the digest the result files record too
 
 ROOT = Path(__file__).resolve().parent.parent
 VERIFIED_DIR = ROOT / "benchmarks" / "verified"
@@ -67,13 +67,13 @@ RERUN_HINT = "run scripts/gpu_check.py on a CUDA machine and commit benchmarks/v
 # ----------------------------------------------------------------------------- the files a record covers
 def verified_files(root: Path | None = None) -> list[str]:
     """Paths (relative, '/'-separated, sorted) of the files a record covers: every
-    ``examples/*.py``, every ``tests/**/*.py`` outside ``tests/browser/``, and ``conftest.py``."""
+    ``examples/*.py``, every ``tests/**/*.py`` outside ``tests/browser/``, ``conftest.py`` where
+    there is one, and ``scripts/codeblocks.py`` (the plugin that runs the pages' code blocks)."""
     root = ROOT if root is None else Path(root)
     paths = [p for p in (root / "examples").glob("*.py") if p.is_file()]
     paths += [p for p in (root / "tests").rglob("*.py")
               if p.is_file() and "browser" not in p.relative_to(root / "tests").parts[:-1]]
-    if (root / "conftest.py").is_file():
-        paths.append(root / "conftest.py")
+    paths += [root / rel for rel in ("conftest.py", "scripts/codeblocks.py") if (root / rel).is_file()]
     return sorted(p.relative_to(root).as_posix() for p in paths)
 
 
@@ -166,7 +166,7 @@ def readme_block(records: dict[str, dict]) -> str:
     """The lines between README's markers, from the records alone (README cannot be rendered)."""
     if not records:
         body = ("**Last passed on a GPU:** not recorded yet: no version of this code has a complete GPU "
-                "verification record. Run `python scripts/gpu_check.py` on a CUDA machine and commit "
+                "verification record. Run `python -m scripts.gpu_check` on a CUDA machine and commit "
                 "`benchmarks/verified/<gpu>.json`.")
     else:
         body = "\n\n".join(
@@ -362,8 +362,7 @@ def gpu_info(python: str) -> dict:
         detail = getattr(err, "stderr", "") or str(err)
         return {"cuda": False, "error": f"could not import torch and triton: {detail.strip()[-400:]}"}
     if info["cuda"]:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from bench import driver_version, gpu_slug  # scripts/bench.py: the same names as the results
+        from scripts.bench import driver_version, gpu_slug  # the same names as the results
 
         info["gpu_slug"] = gpu_slug(info["gpu"])
         info["driver"] = driver_version()
@@ -604,7 +603,7 @@ def main(argv=None) -> int:
             record_line += " (README.md's block updated)"
         else:
             record_line += ("; copy it to benchmarks/verified/, then run "
-                            "`python scripts/gpu_check.py --update-readme` and commit both")
+                            "`python -m scripts.gpu_check --update-readme` and commit both")
     (logs / "summary.json").write_text(json.dumps({
         "info": info, "seeds": seeds, "reasons": reasons, "record": record_line,
         "steps": [dataclasses.asdict(s) for s in steps]}, indent=1) + "\n")

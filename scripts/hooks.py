@@ -1,7 +1,8 @@
 """MkDocs hooks: the build-time glue between examples/, results and the pages.
 
 * ``on_config``: one page per ``examples/*.py`` under "Examples" in the nav.
-* ``on_pre_build``: turn each example into a notebook (section markers removed)
+* ``on_pre_build``: turn each example into a notebook (section markers removed) and
+  execute it (``scripts/notebooks.py``: worker processes, cached on the notebook's hash),
   and redraw every benchmark plot from ``benchmarks/results``.
 * ``on_files``: add those notebooks and plots to the site.
 * ``on_page_markdown``: render the page's expressions (``{{ bench ... }}``,
@@ -24,14 +25,9 @@ import mkdocs.plugins
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+from scripts import compare_runs, expressions, notebooks, plots, results, sections
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT / "scripts") not in sys.path:
-    sys.path.insert(0, str(ROOT / "scripts"))
-import compare_runs  # noqa: E402  (scripts/compare_runs.py)
-import expressions  # noqa: E402  (scripts/expressions.py: the page expressions)
-import plots  # noqa: E402  (scripts/plots.py)
-import results  # noqa: E402  (scripts/results.py)
-import sections  # noqa: E402  (scripts/sections.py)
 
 EXAMPLES = ROOT / "examples"
 CACHE = ROOT / ".cache" / "site"
@@ -60,10 +56,23 @@ def check_sections(src: Path) -> list[str]:
     return sections.problems(src)
 
 
+_NOTEBOOKS: dict[tuple[bytes, bytes], bytes] = {}  # kept between `mkdocs serve` rebuilds
+
+
 def example_to_notebook(src: Path) -> bytes:
+    """The notebook of one example, made again only when the example or the marker parser changed."""
+    key = (src.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes())
+    if key not in _NOTEBOOKS:
+        if len(_NOTEBOOKS) > 500:
+            _NOTEBOOKS.clear()
+        _NOTEBOOKS[key] = _example_to_notebook(key[0].decode())
+    return _NOTEBOOKS[key]
+
+
+def _example_to_notebook(source: str) -> bytes:
     import jupytext
 
-    text = sections.without_markers(src.read_text())
+    text = sections.without_markers(source)
     nb = jupytext.reads(text, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.pop("jupytext", None)
@@ -97,7 +106,7 @@ def notebook_title(src: Path) -> str:
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "expressions")
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "notebooks", "expressions")
 
 
 def reload_helpers() -> None:
@@ -105,12 +114,10 @@ def reload_helpers() -> None:
     an edit to scripts/*.py shows without a restart (results first: the others import it)."""
     import importlib
 
-    if str(ROOT / "scripts") not in sys.path:  # MkDocs restores sys.path after loading a hook
-        sys.path.insert(0, str(ROOT / "scripts"))
     for name in HELPERS:
-        sys.modules.pop(name, None)
+        sys.modules.pop(f"scripts.{name}", None)
     for name in HELPERS:
-        globals()[name] = importlib.import_module(name)
+        globals()[name] = importlib.import_module(f"scripts.{name}")
 
 
 def on_config(config, **kwargs):
@@ -165,8 +172,8 @@ def on_pre_build(config, **kwargs):
     problems = [p for src in example_files() for p in check_sections(src)]
     if problems:
         raise PluginError("examples/: " + "; ".join(problems))
-    for src in example_files():
-        write_if_changed(NOTEBOOKS / "examples" / f"{src.stem}.ipynb", example_to_notebook(src))
+    # the examples run in worker processes (scripts/notebooks.py) while this one draws the plots
+    run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed").start()
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
     for stem in stale:
         (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
@@ -186,6 +193,12 @@ def on_pre_build(config, **kwargs):
     if tracer.exists():
         for name, blob in sorted(widget_traces(tracer).items()):
             write_if_changed(data_dir / name, blob)
+    try:
+        executed = run.wait()
+    except notebooks.NotebookError as err:
+        raise PluginError(str(err)) from None
+    for stem, nb in executed.items():  # mkdocs-jupyter renders them as they are (execute: false)
+        write_if_changed(NOTEBOOKS / "examples" / f"{stem}.ipynb", nb)
 
 
 def widget_traces(tracer: Path) -> dict[str, bytes]:
@@ -286,14 +299,14 @@ def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
 def on_nav(nav, config, files, **kwargs):
     """`mkdocs serve --dirty` (make serve) re-renders only the pages whose Markdown changed. Every
     page may quote the examples, the results or what the scripts make of them: when any of those
-    changed since the last build, every page counts as changed. The example notebooks always do:
-    mkdocs-jupyter deletes the cached render of each notebook a build did not read, and reading a
-    cached render costs little. (Here, after every plugin's on_files: mkdocs-jupyter's makes the
-    notebooks pages.)"""
+    changed since the last build, every page counts as changed, the example notebooks too. A page
+    edit re-renders that page only: its notebooks' pages stay as they were served (mkdocs-jupyter
+    then drops their cached renders, so the next full rebuild converts them again; their execution
+    stays cached in .cache/site/executed). (Here, after every plugin's on_files: mkdocs-jupyter's
+    makes the notebooks pages.)"""
     _BUILD["inputs_key"] = key = shared_inputs_key()
-    everything = not INPUTS_KEY.exists() or INPUTS_KEY.read_text() != key
-    for page_file in files.documentation_pages():
-        if everything or page_file.src_uri.endswith(".ipynb"):
+    if not INPUTS_KEY.exists() or INPUTS_KEY.read_text() != key:
+        for page_file in files.documentation_pages():
             page_file.is_modified = lambda: True
     return nav
 
@@ -330,7 +343,7 @@ def stale_notice(stale: list[results.Stale]) -> str:
         "    Some numbers or plots on this page come from result files that do not match the\n"
         "    current example (their `source_sha256` differs or is missing):\n\n"
         f"{items}\n\n"
-        f"    They are re-measured on the GPU with `python scripts/bench.py {rerun}`.\n"
+        f"    They are re-measured on the GPU with `python -m scripts.bench {rerun}`.\n"
     )
 
 

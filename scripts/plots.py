@@ -1,7 +1,7 @@
 """Draw one SVG per benchmark from the committed result files.
 
 Called by the MkDocs hook on every build (``mkdocs build`` and ``mkdocs serve``);
-also runnable by hand: ``python scripts/plots.py OUT_DIR``. The output is
+also runnable by hand: ``python -m scripts.plots OUT_DIR``. The output is
 byte-identical when the data did not change (fixed hash salt, no dates in the SVG).
 """
 
@@ -13,7 +13,7 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
-import results
+from scripts import results
 
 # Mid-tone colours that read on Material's white and slate backgrounds alike.
 INK = "#8a8a99"

@@ -14,7 +14,7 @@ of the spec in their metadata: it is used only for a bench no example declares a
 Pages quote results with ``{{ bench ... }}`` expressions (see ``render_expression``);
 the MkDocs hook renders them at build time, and a missing result fails the build.
 
-``python scripts/results.py --stale`` lists the result files whose example changed since
+``python -m scripts.results --stale`` lists the result files whose example changed since
 they were measured (or that predate provenance records); ``--strict`` makes that fail.
 """
 
@@ -192,11 +192,12 @@ def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, d
 
 
 _SPEC_READER = r"""
-import importlib, json, sys
-sys.path.insert(0, sys.argv[1])
+import importlib.util, json, os, sys
 keys, out = json.loads(sys.argv[3]), {}
 for name in json.loads(sys.argv[2]):
-    mod = importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(sys.argv[1], name + ".py"))
+    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     for spec in list(getattr(mod, "BENCHMARKS", [])) + list(getattr(mod, "EXTRA_BENCHMARKS", [])):
         out[spec["name"]] = {**{k: spec.get(k) for k in keys}, "example": name}
 print("SPECS " + json.dumps(out))

@@ -1,6 +1,6 @@
 """Screenshot a page of the built site with Debian's chromium (used for the README image).
 
-    python scripts/screenshot.py [PAGE] [OUT.png] [--dark] [--width 1280]
+    python -m scripts.screenshot [PAGE] [OUT.png] [--dark] [--width 1280]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import results
+from scripts import results
 
 
 @dataclass
@@ -124,6 +124,7 @@ SOFTMAX_LONG_N = [65536, 262144]
 MATMUL_S = [1024, 2048, 4096, 8192]
 RAGGED = "4000x3000x2000"
 LINEAR_GELU = ["4096x4096x4096", "8192x8192x2048"]
+LAYER_NORM_N = [1024, 2048, 4096, 8192, 16384]
 
 
 def evaluate(data: results.Results) -> list[Check]:
@@ -168,6 +169,15 @@ def evaluate(data: results.Results) -> list[Check]:
             name = "eager" if peer == "torch" else peer
             checks.append(Check(f"linear + bias + GELU fp16 ≥ {need}× {name}", shape, ratio, need, "x",
                                 GRAPH_NOTE if t == "cudagraph" else "", spread))
+    # Layer norm over 2^26 elements: forward and backward against the copy ceiling and both peers.
+    for pass_, name in (("fwd", "forward"), ("bwd", "backward")):
+        for dtype in ("fp16", "bf16"):
+            bench = f"layer_norm_{pass_}_{dtype}"
+            for n in LAYER_NORM_N:
+                checks.append(of_ceiling(f"layer norm {name} {dtype} ≥ 90% of copy", f"N = {n}", bench, n, 0.90))
+                ratio, t, spread = _versus(data, bench, n, "triton", ["torch", "torch.compile"])
+                checks.append(Check(f"layer norm {name} {dtype} ≥ faster of torch, torch.compile", f"N = {n}",
+                                    ratio, 1.0, "x", GRAPH_NOTE if t == "cudagraph" else "", spread))
     return checks
 
 

@@ -7,7 +7,7 @@ under Triton's interpreter (``TRITON_INTERPRET=1``) with the interpreter's
 masked load/store wrapped, so the widgets show the offsets and masks the kernel
 really produced, not a drawing of what it should produce.
 
-Run ``python scripts/widget_data.py`` to print a summary of what is recorded.
+Run ``python -m scripts.widget_data`` to print a summary of what is recorded.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sections  # noqa: E402  (scripts/sections.py: the one section-marker parser)
+from scripts import sections
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTOR_ADD = ROOT / "examples" / "vector_add.py"
@@ -48,11 +46,14 @@ STEP_PATTERNS = [
 _TRACER = r"""
 import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
-sys.path.insert(0, sys.argv[1])
+import importlib.util
 import torch
 import triton
 import triton.runtime.interpreter as interp
-import vector_add as ex
+_spec = importlib.util.spec_from_file_location("vector_add", os.path.join(sys.argv[1], "vector_add.py"))
+ex = importlib.util.module_from_spec(_spec)
+sys.modules["vector_add"] = ex
+_spec.loader.exec_module(ex)
 
 spec = json.loads(sys.argv[2])
 builder = interp.interpreter_builder

@@ -35,16 +35,12 @@ import inspect
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-for _path in (ROOT / "tests", ROOT / "examples"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
 ON_GPU = torch.cuda.is_available()
 if not ON_GPU:
@@ -52,8 +48,7 @@ if not ON_GPU:
 
 from hypothesis import HealthCheck, Phase, currently_in_test_context, event, example, note, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from conftest import DEVICE, FLOAT_DTYPES, tolerances  # noqa: E402
+from support import DEVICE, FLOAT_DTYPES, tolerances  # noqa: E402
 
 # --------------------------------------------------------------------------- profiles
 

@@ -1,8 +1,7 @@
 import autotune as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
 SCALE_BODY = ex.scale_inplace_kernel.fn  # @heuristics(@jit) under the autotuner
 SUM_BODY = ex.sum_kernel.fn

@@ -4,12 +4,11 @@ import constexpr_specialization as ex
 import pytest
 import torch
 import triton
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 from triton._C.libtriton import native_specialize_impl
 from triton.backends.compiler import BaseBackend
 from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.errors import InterpreterError
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
 STATIC_ASSERT_ERRORS = (CompileTimeAssertionFailure, InterpreterError)  # GPU, interpreter
 

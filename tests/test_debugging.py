@@ -3,8 +3,7 @@ import sys
 import debugging as ex
 import pytest
 import torch
-
-from conftest import DEVICE, ON_GPU, requires_gpu
+from support import DEVICE, ON_GPU, requires_gpu
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 17), (9, 127), (4, 1025)])

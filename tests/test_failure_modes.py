@@ -7,9 +7,8 @@ from pathlib import Path
 import failure_modes as ex
 import pytest
 import torch
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 from triton.runtime.errors import OutOfResources
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

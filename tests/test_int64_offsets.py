@@ -1,8 +1,7 @@
 import int64_offsets as ex
 import pytest
 import torch
-
-from conftest import DEVICE, ODD_SIZES, requires_gpu
+from support import DEVICE, ODD_SIZES, requires_gpu
 
 DTYPES = [torch.int8, torch.int32, torch.float16, torch.float32]
 

@@ -1,8 +1,7 @@
 import launch_grids as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
 
 
 def x_(*shape, dtype=torch.float32):

@@ -1,8 +1,7 @@
 import launch_overhead as ex
 import pytest
 import torch
-
-from conftest import DEVICE, ON_GPU, requires_gpu
+from support import DEVICE, ON_GPU, requires_gpu
 
 # On the CPU a "graph" replay is a loop of interpreted launches: keep it short there.
 LAUNCHES = None if ON_GPU else 2

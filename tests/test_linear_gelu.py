@@ -3,8 +3,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-
-from conftest import DEVICE, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, ON_GPU, requires_gpu, tolerances
 
 # (M, N, K). The first ones keep A's and W's rows 16-byte aligned (descriptor kernel; N odd
 # makes W a view of a buffer with padded rows); the rest have odd K or N and take the

@@ -1,8 +1,7 @@
 import masks as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, tolerances
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, tolerances
 
 
 def x_(*shape, dtype=torch.float32):

@@ -3,8 +3,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-
-from conftest import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
 
 # Odd shapes: nothing is a multiple of the interpreter's 64 x 64 x 32 tile.
 SHAPES = [(127, 255, 33), (1, 1, 1), (65, 17, 70)]

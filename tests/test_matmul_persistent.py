@@ -1,8 +1,7 @@
 import matmul_persistent as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
 
 POINTER_VARIANTS = ["tiles", "persistent"]
 

@@ -1,8 +1,7 @@
 import persistent_rows as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
 
 LAUNCHERS = {"rows": ex.rms_norm_rows, "persistent": ex.rms_norm_persistent}
 

@@ -1,8 +1,7 @@
 import program_ids as ex
 import pytest
 import torch
-
-from conftest import DEVICE, ODD_SIZES, ON_GPU, requires_gpu
+from support import DEVICE, ODD_SIZES, ON_GPU, requires_gpu
 
 
 @pytest.mark.parametrize("n", ODD_SIZES)

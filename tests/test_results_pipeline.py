@@ -15,16 +15,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import DEVICE
+
+from scripts import bench, compare_runs, plots, results
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import bench  # noqa: E402  (scripts/bench.py)
-import compare_runs  # noqa: E402
-import plots  # noqa: E402
-import results  # noqa: E402
-
-from conftest import DEVICE  # noqa: E402
 
 
 @pytest.mark.parametrize("name", bench.example_names())

@@ -1,8 +1,7 @@
 import pytest
 import scan as ex
 import torch
-
-from conftest import DEVICE, requires_gpu, tolerances
+from support import DEVICE, requires_gpu, tolerances
 
 
 def decays(m, n):

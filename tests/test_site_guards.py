@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mkdocs", reason="site tests need the site tools (pip install -e .[site])")
+from scripts import codeblocks  # noqa: E402  (needs markdown and yaml, from the site tools)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -72,7 +74,7 @@ def make_scratch_site(tmp_path: Path, page: str, example_text: str | None = None
     """A minimal MkDocs project with the repository's own markdown settings."""
     import yaml
 
-    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=load_codeblocks_conftest()._AnyTagLoader)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=codeblocks._AnyTagLoader)
     scratch = {"site_name": "scratch", "strict": True, "markdown_extensions": config["markdown_extensions"]}
     (tmp_path / "docs").mkdir(parents=True)
     (tmp_path / "docs" / "index.md").write_text(page)
@@ -192,25 +194,27 @@ def test_fence_checker_flags_pasted_code(tmp_path):
 
 # --- pytest --codeblocks runs exactly what the page renders ----------------------------------
 
-def load_codeblocks_conftest():
-    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def test_codeblocks_plugin_expands_snippets_and_uses_the_public_extractor():
+    import pytest_codeblocks
 
-
-def test_pytest_codeblocks_version_and_reach():
-    from importlib.metadata import version
-
-    import pytest_codeblocks.main as cb_main
-    import pytest_codeblocks.plugin as cb_plugin
-
-    assert version("pytest-codeblocks") == "0.18.0", "conftest.py reaches into 0.18.0; re-check it"
-    assert hasattr(cb_plugin, "extract_from_file") and hasattr(cb_plugin.TestBlock, "runtest")
-    assert callable(cb_main.extract_from_buffer)
-    conf = load_codeblocks_conftest()
-    text = conf.expand_snippets('```python\n--8<-- "examples/vector_add.py:kernel"\n```\n')
+    text = codeblocks.expand_snippets('```python\n--8<-- "examples/vector_add.py:kernel"\n```\n')
     assert "def add_kernel(" in text and "--8<--" not in text
+    blocks = pytest_codeblocks.extract_from_buffer(__import__("io").StringIO(codeblocks.expand_snippets(CHAIN)))
+    assert len(blocks) == 1 and "def add_kernel(" in blocks[0].code and "self_check()" in blocks[0].code
+
+
+def test_codeblocks_is_the_projects_plugin(tmp_path):
+    """`pytest --codeblocks` collects scripts/codeblocks.py's items, not pytest-codeblocks' own
+    (pyproject.toml: -p no:codeblocks -p scripts.codeblocks)."""
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--codeblocks",
+                             "--collect-only", "docs/quickstart.md"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "docs/quickstart.md::line" in result.stdout
+    config = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "--codeblocks", "-p", "no:cacheprovider",
+                             "--trace-config", "docs/quickstart.md"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300).stdout
+    assert "scripts.codeblocks" in config and "pytest_codeblocks.plugin" not in config
 
 
 CHAIN = textwrap.dedent(
@@ -245,11 +249,13 @@ def run_codeblocks(tmp_path: Path, example_text: str) -> subprocess.CompletedPro
     (tmp_path / "docs" / "page.md").write_text(CHAIN)
     shutil.copytree(ROOT / "docs" / "includes", tmp_path / "docs" / "includes", dirs_exist_ok=True)
     (tmp_path / "examples" / "vector_add.py").write_text(example_text)
-    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # the scratch folder is the rootdir
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--codeblocks", "docs/"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:codeblocks",
+         "-p", "scripts.codeblocks", "--codeblocks", "docs/"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # the plugin, scripts/codeblocks.py, from this repository
     )
 
 

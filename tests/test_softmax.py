@@ -1,8 +1,7 @@
 import pytest
 import softmax as ex
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
 # the online step is run with small chunks so that every shape spans several of them
 ONLINE_SMALL = {"block_n": 64}

@@ -1,8 +1,7 @@
 import pytest
 import split_k as ex
 import torch
-
-from conftest import DEVICE, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, ON_GPU, requires_gpu, tolerances
 
 
 def operands(m, n, k, dtype=torch.float32):

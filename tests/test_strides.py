@@ -1,8 +1,7 @@
 import pytest
 import strides as ex
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
 
 
 def x_(*shape, dtype=torch.float32):

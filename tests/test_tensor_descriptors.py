@@ -1,8 +1,7 @@
 import pytest
 import tensor_descriptors as ex
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, requires_gpu
+from support import DEVICE, FLOAT_DTYPES, requires_gpu
 
 
 def x_(*shape, dtype=torch.float32):

@@ -1,8 +1,7 @@
 import pytest
 import testing_kernels as ex
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu
+from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu
 
 SHAPES = [(1, 1, 1), (17, 33, 9), (127, 255, 33)]
 

@@ -2,10 +2,9 @@ import pytest
 import tile_compute as ex
 import torch
 import triton
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
 from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.errors import InterpreterError
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
 
 NAN, INF = float("nan"), float("inf")
 

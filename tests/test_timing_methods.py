@@ -1,14 +1,11 @@
 import math
-import sys
 
 import pytest
 import timing_methods as ex
 import torch
+from support import DEVICE, ODD_SIZES, requires_gpu
 
-from conftest import DEVICE, ODD_SIZES, ROOT, requires_gpu
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from results import COLUMNS  # noqa: E402
+from scripts.results import COLUMNS  # noqa: E402
 
 
 @pytest.mark.parametrize("n", ODD_SIZES)

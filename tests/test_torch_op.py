@@ -1,8 +1,7 @@
 import pytest
 import torch
 import torch_op as ex
-
-from conftest import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
 
 INTERPRETER_FAKE = "under TRITON_INTERPRET=1, wrap_triton runs the kernel on fake tensors and fails"
 

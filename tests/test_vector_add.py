@@ -1,8 +1,7 @@
 import pytest
 import torch
 import vector_add as ex
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu
 
 
 @pytest.mark.parametrize("n", ODD_SIZES + [98_432])

@@ -15,11 +15,9 @@ import sys
 import types
 
 import pytest
+from support import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
 
-from conftest import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import gpu_check  # noqa: E402
+from scripts import gpu_check
 
 RECORDS = gpu_check.load_records()
 # While gpu_check.py runs the suite it is writing a new record: the old one cannot match.
@@ -62,7 +60,7 @@ def test_readme_says_what_the_records_say():
     block = gpu_check.readme_block_in((ROOT / "README.md").read_text())
     assert block == gpu_check.readme_block(RECORDS), (
         "README.md's <!-- verified --> block differs from benchmarks/verified/: run "
-        "`python scripts/gpu_check.py --update-readme` and commit README.md")
+        "`python -m scripts.gpu_check --update-readme` and commit README.md")
 
 
 def test_home_page_renders_the_record():
@@ -80,16 +78,17 @@ def test_verified_files_lists_examples_tests_and_the_root_conftest(tmp_path):
     _touch(tmp_path, "examples/a.py", "examples/b.py", "examples/notes.md", "examples/sub/c.py",
            "tests/conftest.py", "tests/test_a.py", "tests/helpers/util.py", "tests/data.json",
            "tests/browser/conftest.py", "tests/browser/test_site.py", "tests/browser/deep/x.py",
-           "conftest.py", "scripts/hooks.py", "docs/conftest.py", "setup.py")
+           "conftest.py", "scripts/hooks.py", "scripts/codeblocks.py", "docs/conftest.py", "setup.py")
     assert gpu_check.verified_files(tmp_path) == [
-        "conftest.py", "examples/a.py", "examples/b.py",
+        "conftest.py", "examples/a.py", "examples/b.py", "scripts/codeblocks.py",
         "tests/conftest.py", "tests/helpers/util.py", "tests/test_a.py",
     ]
 
 
 def test_verified_files_of_this_repository():
     files = gpu_check.verified_files()
-    assert {"conftest.py", "tests/conftest.py", "tests/test_verified.py", "examples/vector_add.py"} <= set(files)
+    assert {"scripts/codeblocks.py", "tests/conftest.py", "tests/support.py", "tests/test_verified.py",
+            "examples/vector_add.py"} <= set(files)
     assert not [f for f in files if f.startswith("tests/browser/")]
     assert {f"examples/{p.name}" for p in (ROOT / "examples").glob("*.py")} <= set(files)
 
@@ -199,7 +198,7 @@ def test_any_failed_step_refuses_and_is_named():
 
 def test_record_fields_counts_and_text(tmp_path):
     record = gpu_check.build_record(GPU, good_steps(), FILES, date="2026-12-01T10:20:30+00:00",
-                                    command="python scripts/gpu_check.py --runs 2", workers=8)
+                                    command="python -m scripts.gpu_check --runs 2", workers=8)
     for key in ("gpu", "driver", "python", "torch", "triton", "date", "seeds", "files"):
         assert record[key] == {**GPU, "date": "2026-12-01T10:20:30+00:00", "seeds": [11, 22], "files": FILES}[key]
     assert record["counts"]["tests"] == {"passed": 2688, "failed": 0, "skipped": 28}

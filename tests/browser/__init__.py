@@ -1,1 +1,1 @@
-"""Browser tests (a package, so that its conftest does not shadow tests/conftest.py as `conftest`)."""
+"""Browser tests (a package: its modules import the harness as `.harness`)."""

@@ -5,18 +5,12 @@ work), and a changed input changes the key (so nothing is served stale). Site ti
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
-from .conftest import ROOT
-
 pytest.importorskip("mkdocs")
-sys.path.insert(0, str(ROOT / "scripts"))
 
-import hooks  # noqa: E402
-import plots  # noqa: E402
-import results  # noqa: E402
+from scripts import hooks, plots, results
 
 
 def test_a_notebook_has_the_same_bytes_every_time(tmp_path):
@@ -83,3 +77,64 @@ def test_the_shared_inputs_key_changes_with_any_shared_input(tmp_path, monkeypat
         assert hooks.shared_inputs_key() != base, f"an edit under {top} does not change the key"
         target.write_text("x")
     assert hooks.shared_inputs_key() == base
+
+
+# ----------------------------------------------------------------------------- executed notebooks
+
+from scripts import notebooks  # noqa: E402
+
+
+def _notebook(tmp_path, name: str, body: str) -> bytes:
+    src = tmp_path / f"{name}.py"
+    src.write_text("# %% [markdown]\n# # A story\n\n" + body)
+    return hooks.example_to_notebook(src)
+
+
+STORY = ("# %%\nimport inspect\n\ndef f():\n    return 41\n\nprint('source has', len(inspect.getsource(f)), 'chars')"
+         "\n\n# %%\nif __name__ == '__main__':\n    print('main', f() + 1)\nf() * 2\n")
+
+
+def test_a_notebook_runs_as_main_with_its_outputs(tmp_path):
+    nb = json.loads(_notebook(tmp_path, "story", STORY))
+    out = notebooks.execute_notebook(nb, "story", tmp_path)
+    code = [c for c in out["cells"] if c["cell_type"] == "code"]
+    # inspect finds the cell's source (@triton.jit needs it): "def f():\n    return 41\n" is 23 characters
+    assert code[0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "source has 23 chars\n"}]
+    assert code[1]["outputs"][0]["text"] == "main 42\n"  # __name__ == "__main__", as in a kernel
+    assert code[1]["outputs"][1]["data"] == {"text/plain": "82"}  # the last bare expression, as Jupyter shows it
+    assert [c["execution_count"] for c in code] == [1, 2]
+
+
+def test_a_failing_cell_names_the_example_and_the_cell(tmp_path):
+    nb = json.loads(_notebook(tmp_path, "broken", "# %%\nx = 1\n\n# %%\nprint('before')\nraise ValueError('no')\n"))
+    with pytest.raises(notebooks.NotebookError, match=r"examples/broken\.py, code cell 2 .*raised:\nbefore\n"):
+        notebooks.execute_notebook(nb, "broken", tmp_path)
+
+
+def test_notebooks_run_once_per_input_and_again_when_it_changes(tmp_path):
+    cache = tmp_path / "cache"
+    first = {"a": _notebook(tmp_path, "a", "# %%\nprint('a', 1)\n"), "b": _notebook(tmp_path, "b", STORY)}
+    run = notebooks.Run(first, cache, jobs=2).start()
+    assert sorted(stem for stem, _ in run.missing) == ["a", "b"] and len(run.procs) == 2
+    executed = run.wait()
+    assert "a 1" in executed["a"].decode() and "main 42" in executed["b"].decode()
+    again = notebooks.Run(first, cache).start()
+    assert again.missing == [] and again.procs == [] and again.wait() == executed  # nothing runs twice
+    changed = {**first, "a": _notebook(tmp_path, "a", "# %%\nprint('a', 2)\n")}
+    rerun = notebooks.Run(changed, cache).start()
+    assert [stem for stem, _ in rerun.missing] == ["a"]
+    assert "a 2" in rerun.wait()["a"].decode()
+    assert len(list(cache.glob("a-*.ipynb"))) == 1  # the old execution is dropped
+
+
+def test_a_failing_worker_fails_the_run(tmp_path):
+    bad = {"bad": _notebook(tmp_path, "bad", "# %%\n1 / 0\n")}
+    with pytest.raises(notebooks.NotebookError, match="examples/bad.py, code cell 1"):
+        notebooks.Run(bad, tmp_path / "cache").start().wait()
+    assert not list((tmp_path / "cache").glob("bad-*.ipynb"))
+
+
+def test_shares_balance_the_measured_times():
+    items = [(s, b"") for s in "abcde"]
+    shares = notebooks._shares(items, 2, {"a": 10, "b": 6, "c": 4, "d": 1, "e": 1})
+    assert shares == [["a", "d"], ["b", "c", "e"]]  # 11 and 11 seconds

@@ -4,16 +4,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from .conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import expressions  # noqa: E402
-import results  # noqa: E402
+from scripts import expressions, results
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,10 @@ plot in the same colour, the legend below the axes (site tier: runs on the commi
 from __future__ import annotations
 
 import re
-import sys
 
-from .conftest import ROOT
+from scripts import plots, results
 
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import plots  # noqa: E402
-import results  # noqa: E402
+from .harness import ROOT
 
 
 def test_no_two_providers_of_a_plot_share_a_colour():
@@ -51,7 +47,7 @@ def test_the_legend_sits_below_the_axes():
 
 
 def test_every_plot_on_a_page_has_its_numbers_and_csv():
-    from .conftest import SITE
+    from .harness import SITE
 
     data = results.load()
     for rel in ("kernels/softmax", "kernels/matmul", "guide/masks", "benchmarks"):

@@ -9,16 +9,12 @@ recomputed here from the result files with scripts/compare_runs.py, so the test 
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
-from .conftest import ROOT, SITE
+from scripts import compare_runs, results
 
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import compare_runs  # noqa: E402
-import results  # noqa: E402
+from .harness import ROOT, SITE
 
 REPRODUCTION = ROOT / "benchmarks" / "reproduction" / results.GPU_DIR
 NOTICE = re.compile(r'<div class="admonition info">\s*<p class="admonition-title">(\d+) of (\d+) points not reproduced')

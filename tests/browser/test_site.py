@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import NARROW, SITE, WIDGET_PAGES, page_overflow
+from .harness import NARROW, SITE, WIDGET_PAGES, page_overflow
 
 pytestmark = pytest.mark.browser
 

@@ -7,14 +7,9 @@ flagged as such instead of reading as a clear win or loss.
 
 from __future__ import annotations
 
-import sys
+from scripts import results, targets
 
-from .conftest import ROOT, SITE
-
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import results  # noqa: E402
-import targets  # noqa: E402
+from .harness import ROOT, SITE
 
 
 def _row(bench, x, provider, timing, ms, *, host_bound=False, spread=0.01):

@@ -4,13 +4,10 @@ pages that teach with it, its tests, its result file and its plots (generated fr
 from __future__ import annotations
 
 import re
-import sys
 
-from .conftest import ROOT, SITE
+from scripts import results
 
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import results  # noqa: E402
+from .harness import ROOT, SITE
 
 
 def test_the_map_names_each_story_with_its_page_test_data_and_plots():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .conftest import ROOT, SCRIPTS, WIDGET_DIR, WIDGET_PAGES
+from .harness import ROOT, SCRIPTS, WIDGET_DIR, WIDGET_PAGES
 
 JS = ROOT / "docs" / "javascripts" / "widgets"
 

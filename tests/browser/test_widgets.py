@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 
 import pytest
 
-from .conftest import (
+from .harness import (
     DESKTOP,
     HARNESS,
     NARROW,
@@ -167,8 +166,7 @@ def test_programs_in_flight(base_url, page):
 
 
 def _kernel_source() -> list[str]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import sections  # the one section-marker parser (scripts/sections.py)
+    from scripts import sections  # the one section-marker parser
 
     return sections.section(ROOT / "examples" / "vector_add.py", "kernel")
 

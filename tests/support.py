@@ -1,0 +1,75 @@
+"""What the tests share and import by name (`from support import DEVICE, tolerances`).
+
+The device is picked at run time: on a machine without CUDA, TRITON_INTERPRET=1 is set
+before anything imports triton, so every kernel runs in Triton's CPU interpreter. The
+examples are importable as modules (`pythonpath` in pyproject.toml); pytest's fixtures and
+hooks live in conftest.py, which nothing imports.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ON_GPU = torch.cuda.is_available()
+if not ON_GPU:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+DEVICE = torch.device("cuda" if ON_GPU else "cpu")
+
+# Sizes that are not multiples of any power-of-two block: they exercise every mask.
+ODD_SIZES = [1, 17, 127, 781, 1023, 1025]
+
+
+def tolerances(dtype: torch.dtype, device: torch.device = DEVICE, *, matmul: bool = False) -> dict:
+    """(rtol, atol) for comparing a kernel with a float64/float32 reference.
+
+    fp32 matmuls run as tf32 on a GPU (10-bit mantissa) but in true fp32 in the
+    interpreter; half types keep 10 (fp16) or 7 (bf16) mantissa bits.
+    """
+    if dtype == torch.float32:
+        if matmul and device.type == "cuda":
+            return {"rtol": 1e-2, "atol": 1e-2}
+        return {"rtol": 1e-5, "atol": 1e-5} if not matmul else {"rtol": 1e-4, "atol": 1e-4}
+    if dtype == torch.float16:
+        return {"rtol": 1e-2, "atol": 1e-2}
+    if dtype == torch.bfloat16:
+        return {"rtol": 2e-2, "atol": 2e-2}
+    raise ValueError(f"no tolerance for {dtype}")
+
+
+requires_gpu = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; the interpreter cannot show this")
+# bf16 is wrong in the interpreter (triton issues 4972, 11584): test it on the GPU only.
+FLOAT_DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+
+
+# ----------------------------------------------------------------------------- random order
+# `pytest --shuffle-seed N` (or PYTEST_SHUFFLE_SEED=N) runs the collected tests in an
+# order shuffled by that seed. The same seed gives the same order in every process, so
+# pytest-xdist's workers (-n 8), which each collect and must agree, see one order.
+# scripts/gpu_check.py runs the whole suite this way on a GPU to expose tests that only
+# pass after (or before) another one. No seed: the usual file order.
+SHUFFLE_ENV = "PYTEST_SHUFFLE_SEED"
+
+
+def shuffle_seed(config) -> int | None:
+    raw = config.getoption("--shuffle-seed", default=None)
+    if raw is None:
+        raw = os.environ.get(SHUFFLE_ENV) or None
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise pytest.UsageError(f"--shuffle-seed / {SHUFFLE_ENV} must be an integer, got {raw!r}") from None
+
+
+def shuffle_items(items: list, seed: int) -> None:
+    """Shuffle in place; depends only on the seed and the collected order."""
+    random.Random(seed).shuffle(items)
