@@ -3,8 +3,7 @@ import math
 import attention as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
 
 INTERPRETER_FAKE = "under TRITON_INTERPRET=1, wrap_triton runs the kernel on fake tensors and fails"
 FP32 = {"rtol": 2e-4, "atol": 2e-4}  # fp32 ieee dots; exp2 and the online rescaling round differently

@@ -1,12 +1,9 @@
 import math
-import sys
-from pathlib import Path
 
 import dropout as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu
 
 SEED = 1234
 ALL_DTYPES = [*FLOAT_DTYPES, torch.float64]  # float64: for gradcheck
@@ -359,8 +356,7 @@ def test_backward_gradient_of_a_bad_dtype_names_dy():
 
 @pytest.mark.parametrize("provider", ["triton", "torch", "torch.compile"])
 def test_bench_check_refuses_a_wrong_peer(provider, monkeypatch):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import bench
+    from scripts import bench
 
     case = ex.bench_case("dropout_fp16", provider, 4097, device=DEVICE)
     fn = case["fn"] if provider != "torch.compile" else (lambda: case["compile"](*case["inputs"]))

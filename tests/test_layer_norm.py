@@ -1,8 +1,7 @@
 import layer_norm as ex
 import pytest
 import torch
-
-from conftest import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
 FP32 = {"rtol": 1e-4, "atol": 1e-4}  # fp32 gradients: sums over a row and over rows, in another order than torch's
 INF, NAN = float("inf"), float("nan")
