@@ -415,7 +415,7 @@ def test_a_wrong_promotion_rule_fails_the_compile():
 
 def test_self_check_runs(capsys):
     ex.self_check()
-    assert "bmm, polyval and row_argmax match torch" in capsys.readouterr().out
+    assert "bmm, polyval, row_argmax and relu match torch" in capsys.readouterr().out
 
 
 def test_self_check_leaves_the_matmul_precision_as_it_was():
