@@ -80,6 +80,7 @@ def naive_scores_kernel(
     PRECISION: tl.constexpr,
 ):
     pid_m, pid_n, bh = tl.program_id(0), tl.program_id(1), tl.program_id(2).to(tl.int64)
+    sm_scale = tl.cast(sm_scale, tl.float32)  # a Python float: fp32 from Triton's launcher, fp64 from Inductor's
     z, h = bh // n_heads, bh % n_heads
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -249,6 +250,7 @@ def attn_fwd_kernel(
     PRECISION: tl.constexpr,
 ):
     start_m, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)  # (4)!
+    qk_scale = tl.cast(qk_scale, tl.float32)  # (5)!
     q_base = Q + z * stride_qz + h * stride_qh
     k_base = K + z * stride_kz + h * stride_kh
     v_base = V + z * stride_vz + h * stride_vh
@@ -345,6 +347,7 @@ def attn_bwd_dkdv_kernel(
     PRECISION: tl.constexpr,
 ):
     start_n, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
+    sm_scale, qk_scale = tl.cast(sm_scale, tl.float32), tl.cast(qk_scale, tl.float32)  # fp64 under Inductor
     offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     key_ok = offs_n < seq_k
@@ -412,6 +415,7 @@ def attn_bwd_dq_kernel(
     PRECISION: tl.constexpr,
 ):
     start_m, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
+    sm_scale, qk_scale = tl.cast(sm_scale, tl.float32), tl.cast(qk_scale, tl.float32)  # fp64 under Inductor
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < seq_q

@@ -62,6 +62,7 @@ def dropout_kernel(
     BLOCK_SIZE: tl.constexpr,
 ):
     offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (3)!
+    p, scale = tl.cast(p, tl.float32), tl.cast(scale, tl.float32)  # fp64 when Inductor launches it
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     if x.dtype != tl.float64:
@@ -74,6 +75,7 @@ def dropout_kernel(
 def dropout_mask_kernel(mask_ptr, n_elements, p, seed, start, BLOCK_SIZE: tl.constexpr):
     """Write the keep-mask (torch.bool) that `dropout_kernel` uses for elements start, start + 1, ..."""
     offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    p = tl.cast(p, tl.float32)
     tl.store(mask_ptr + offsets, _keep(seed, start + offsets, p), mask=offsets < n_elements)
 # --8<-- [end:kernel]
 

@@ -94,11 +94,10 @@ def layer_norm_fwd_kernel(
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-    n = tl.cast(n_cols, tl.float32)
-    mean = tl.div_rn(tl.sum(x, axis=0), n)  # (2)!
-    xc = tl.where(mask, x - mean, 0.0)  # (3)!
-    var = tl.div_rn(tl.sum(xc * xc, axis=0), n)  # (4)!
-    rstd = tl.rsqrt(var + eps)
+    mean = tl.sum(x, axis=0) / n_cols
+    xc = tl.where(mask, x - mean, 0.0)  # (2)!
+    var = tl.sum(xc * xc, axis=0) / n_cols  # (3)!
+    rstd = tl.rsqrt(var + tl.cast(eps, tl.float32))  # (4)!
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     y = xc * rstd * w + b

@@ -68,12 +68,17 @@ def test_leading_shapes(shape):
 
 @pytest.mark.parametrize("eps", [1e-5, 1e-12, 0.5, 3])
 def test_eps_and_constant_rows(eps):
-    # a constant row has variance 0: y = b exactly, and eps alone keeps rstd finite
+    # a constant row has variance 0: y = b exactly, and eps alone keeps rstd finite. The reference is
+    # float64: torch's fp32 layer norm on the H200 put the mean of forty 7.0s an ulp off 7, which rstd =
+    # 1e6 (eps 1e-12) turned into an error of 1.0 (benchmarks/logs/run16); the kernel's mean is exact.
     x, w, b = inputs((4, 40))
     x[1] = 7.0
     x[2] = 0.0
     dy = torch.randn_like(x)
-    torch.testing.assert_close(ex.layer_norm(x, w, b, eps), ex.layer_norm_torch(x, w, b, eps), **FP32)
+    y = ex.layer_norm(x, w, b, eps)
+    want = torch.nn.functional.layer_norm(x.double(), (40,), w.double(), b.double(), eps).float()
+    torch.testing.assert_close(y, want, **FP32)
+    assert torch.equal(y[1], b) and torch.equal(y[2], b)
     assert_grads(grads(x, w, b, dy, eps=eps), ref_grads(dy, x, w, b, eps), rtol=1e-4, atol=1e-3)
 
 
