@@ -25,7 +25,7 @@ import mkdocs.plugins
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
-from scripts import compare_runs, expressions, notebooks, plots, results, sections
+from scripts import compare_runs, expressions, notebooks, plots, results, schedules, sections
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -189,6 +189,7 @@ def on_pre_build(config, **kwargs):
                    keyed=True)
     data_dir = DATA / "assets" / "data"
     write_if_changed(data_dir / "results.json", results.to_json(data))
+    schedules.ship(data_dir, write_if_changed)  # assets/data/schedules.json (scripts/schedules.py)
     tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
     if tracer.exists():
         for name, blob in sorted(widget_traces(tracer).items()):

@@ -136,7 +136,11 @@ def _tiles_by_program(root):
 
 
 def test_programs_in_flight(base_url, page):
+    """The toy schedule (the measured one: tests/browser/test_schedules.py)."""
     root = open_widget(page, base_url, "programs-in-flight")
+    if control(root, "source").count():  # measured traces present: the toy is the second source
+        control(root, "source").select_option("toy")
+    assert root.get_attribute("data-source") == "toy"
     set_range(root, "tiles", 20)
     set_range(root, "sms", 3)
     # One program per tile: 20 programs; run it to the end; all done, not in pid order.
