@@ -49,7 +49,7 @@ for stage in "$@"; do
       args=()
       IFS=',' read -ra names <<< "${stage#bench:}"
       for e in "${names[@]}"; do if [ "$e" = all ]; then args+=(--all); else args+=(--example "$e"); fi; done
-      timeout ${BENCH_TIMEOUT:-540} python3 -m scripts.bench "${args[@]}" --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
+      timeout ${BENCH_TIMEOUT:-540} python3 -m scripts.bench "${args[@]}" ${BENCH_ARGS:-} --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
       echo "bench ${stage#bench:} rc=$?"; grep -E "^(==|FAIL|NOT)" "$LOG/bench_${stage#bench:}.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac

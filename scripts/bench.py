@@ -292,9 +292,10 @@ def load_example(name: str):
 
 
 def run_example(name: str, device, tiny: bool, only_bench: str | None = None, passes: int = PASSES,
-                peers: dict | None = None) -> tuple[list[dict], list[str]]:
+                peers: dict | None = None, no_graph: tuple[str, ...] = ()) -> tuple[list[dict], list[str]]:
     """Run one example's benchmarks. Returns (rows, failures); fills ``peers`` (bench -> provider ->
     how it was built) when given."""
+    no_graph_benches = tuple(no_graph)
     import torch
 
     mod = load_example(name)
@@ -343,6 +344,8 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
             samples = {p: {"do_bench": [], "cudagraph": [], "host_wall": []} for p in ready}
             broken = set()  # providers whose timing failed: not recorded
             no_graph = set()  # providers that cannot be captured in a CUDA graph
+            if any(re.fullmatch(pattern, spec["name"]) for pattern in no_graph_benches):
+                no_graph = set(ready)  # --no-graph: not even tried (a failed capture can poison later ones)
             for _ in range(passes):
                 for provider, (fn, _case) in ready.items():
                     if provider in broken:
@@ -411,6 +414,10 @@ def main(argv=None) -> int:
     parser.add_argument("--tiny", action="store_true", help="interpreter-sized check of the code path, no timing")
     parser.add_argument("--passes", type=int, default=PASSES, help=f"interleaved passes per point (default {PASSES})")
     parser.add_argument("--out", type=Path, default=results.RESULTS_DIR, help="results folder")
+    parser.add_argument("--no-graph", action="append", default=[], metavar="REGEX",
+                        help="benches (full-match of the name) timed with do_bench only, no CUDA-graph capture: a "
+                             "backward through torch.autograd runs on the autograd engine's stream, outside the "
+                             "capture, and a failed capture breaks the CUDA RNG for the rest of the run")
     args = parser.parse_args(argv)
     names = example_names() if args.all else args.example
     unknown = sorted(set(names) - set(example_names()))
@@ -442,7 +449,9 @@ def main(argv=None) -> int:
             "gpu": props.name, "sm_count": props.multi_processor_count, "driver": driver_version(),
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "method": method(args.passes), "passes": args.passes,
+            "method": method(args.passes) + (f"; no CUDA-graph timing for benches matching {args.no_graph} "
+                                              "(autograd backward: not capturable)" if args.no_graph else ""),
+            "passes": args.passes,
             "timing": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "graph_rep_ms": GRAPH_REP_MS,
                        "warm_calls": WARM_CALLS, "host_calls": HOST_CALLS, "host_repeats": HOST_REPEATS,
                        "host_bound_ratio": results.HOST_BOUND_RATIO,
@@ -459,7 +468,7 @@ def main(argv=None) -> int:
         source_sha256 = results.sha256_of(EXAMPLES / f"{name}.py")  # the file this run imports and measures
         date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         peers: dict = {}
-        rows, failures = run_example(name, device, args.tiny, args.bench, args.passes, peers)
+        rows, failures = run_example(name, device, args.tiny, args.bench, args.passes, peers, tuple(args.no_graph))
         all_failures += failures
         if meta is not None and not args.bench:
             if failures:
