@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import compare_runs, gpu_check, results, targets
+from scripts import compare_runs, gpu_check, results, schedules, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 # What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
 MATMUL_VARIATION = ROOT / "benchmarks" / "logs" / "run10" / "matmul_variation.json"
 
-EXPR = re.compile(r"\{\{\s*(bench|examples|verified)(?![\w.-])\s*([^}]*?)\s*\}\}")
+EXPR = re.compile(r"\{\{\s*(bench|examples|verified|schedule)(?![\w.-])\s*([^}]*?)\s*\}\}")
 PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")
 
 
@@ -136,6 +136,7 @@ TOP: dict[str, Callable[[Page, list[str]], str]] = {
     "bench": render_bench,
     "examples": _no_args(lambda p: p.examples_table()),
     "verified": _no_args(lambda p: gpu_check.page_text()),
+    "schedule": lambda p, args: schedules.render(args),  # {{ schedule rows span }}: benchmarks/schedules/
 }
 
 

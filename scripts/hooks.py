@@ -106,7 +106,8 @@ def notebook_title(src: Path) -> str:
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "notebooks", "expressions")
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "notebooks", "schedules",
+           "expressions")
 
 
 def reload_helpers() -> None:

@@ -36,3 +36,60 @@ def site_blob(gpu: str = "h200", folder: Path = SCHEDULES_DIR) -> bytes:
 def ship(data_dir: Path, write, gpu: str = "h200") -> None:
     """Write assets/data/schedules.json into the build's data folder with ``write(path, bytes)``."""
     write(Path(data_dir) / SITE_NAME, site_blob(gpu))
+
+
+# ----------------------------------------------------------------------------- numbers for the pages
+
+STATS = {
+    "span": "time from the first start to the last end, us",
+    "median_run": "median duration of one program (or tile), us",
+    "sm_first_idle": "when the first SM ran out of work, us",
+    "sm_last_idle": "when the last SM ran out of work (the span), us",
+    "out_of_order": "programs that finished before some program of a lower pid",
+    "programs": "programs (or tiles, for a persistent trace) recorded",
+    "sms_used": "SMs that ran at least one of them",
+}
+
+
+def stat(trace: dict, name: str) -> float:
+    """One number computed from a trace's runs (see STATS)."""
+    runs = trace["runs"]
+    if not runs:
+        raise ValueError(f"trace {trace.get('name')!r} has no runs")
+    ends = {}
+    for r in runs:
+        ends[r["sm"]] = max(ends.get(r["sm"], 0.0), r["end_us"])
+    durations = sorted(r["end_us"] - r["start_us"] for r in runs)
+    if name == "span":
+        return max(r["end_us"] for r in runs) - min(r["start_us"] for r in runs)
+    if name == "median_run":
+        mid = len(durations) // 2
+        return durations[mid] if len(durations) % 2 else (durations[mid - 1] + durations[mid]) / 2
+    if name == "sm_first_idle":
+        return min(ends.values())
+    if name == "sm_last_idle":
+        return max(ends.values())
+    if name == "out_of_order":
+        latest, count = float("-inf"), 0
+        for r in sorted(runs, key=lambda r: (r["pid"], r.get("tile", 0))):
+            if r["end_us"] < latest:
+                count += 1
+            latest = max(latest, r["end_us"])
+        return count
+    if name == "programs":
+        return len(runs)
+    if name == "sms_used":
+        return len(ends)
+    raise ValueError(f"unknown statistic {name!r}; known: {', '.join(STATS)}")
+
+
+def render(args: list[str], gpu: str = "h200", folder: Path = SCHEDULES_DIR) -> str:
+    """``{{ schedule <trace> <statistic> }}``: a number from the committed record, never typed."""
+    if len(args) != 2:
+        raise ValueError("needs a trace name and a statistic: {{ schedule rows span }}")
+    doc = json.loads(site_blob(gpu, folder))
+    traces = {t.get("name"): t for t in doc["traces"]}
+    if args[0] not in traces:
+        raise ValueError(f"no trace {args[0]!r} in benchmarks/schedules/{gpu}.json; traces: {sorted(traces)}")
+    value = stat(traces[args[0]], args[1])
+    return f"{value:.1f} µs" if args[1] in ("span", "median_run", "sm_first_idle", "sm_last_idle") else f"{value:.0f}"

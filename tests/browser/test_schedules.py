@@ -295,3 +295,39 @@ def test_site_data_drives_the_default(base_url, page):
     doc = json.loads((SITE / "assets" / "data" / "schedules.json").read_text())
     root = open_widget(page, base_url, "programs-in-flight")
     assert root.get_attribute("data-source") == ("measured" if doc["traces"] else "toy")
+
+
+# ---------------------------------------------------------------- numbers for the pages ({{ schedule ... }})
+
+TINY = {"name": "tiny", "runs": [
+    {"pid": 0, "tile": 0, "sm": 0, "start_us": 0.0, "end_us": 4.0},
+    {"pid": 1, "tile": 1, "sm": 1, "start_us": 0.0, "end_us": 2.0},  # finished before pid 0
+    {"pid": 2, "tile": 2, "sm": 1, "start_us": 2.0, "end_us": 7.0},
+]}
+
+
+def test_schedule_statistics():
+    stat = site_schedules.stat
+    assert stat(TINY, "span") == 7.0 and stat(TINY, "median_run") == 4.0
+    assert stat(TINY, "sm_first_idle") == 4.0 and stat(TINY, "sm_last_idle") == 7.0
+    assert stat(TINY, "out_of_order") == 1 and stat(TINY, "programs") == 3 and stat(TINY, "sms_used") == 2
+    with pytest.raises(ValueError, match="unknown statistic 'fastest'"):
+        stat(TINY, "fastest")
+
+
+def test_schedule_expression_renders_from_the_record(tmp_path):
+    (tmp_path / "h200.json").write_text(json.dumps({"traces": [TINY]}))
+    assert site_schedules.render(["tiny", "span"], folder=tmp_path) == "7.0 µs"
+    assert site_schedules.render(["tiny", "out_of_order"], folder=tmp_path) == "1"
+    with pytest.raises(ValueError, match=r"no trace 'rows'.*traces: \['tiny'\]"):
+        site_schedules.render(["rows", "span"], folder=tmp_path)
+    with pytest.raises(ValueError, match="needs a trace name and a statistic"):
+        site_schedules.render(["tiny"], folder=tmp_path)
+
+
+def test_schedule_expressions_on_the_pages_name_page_and_line():
+    from scripts import expressions, results
+
+    page = expressions.Page("guide/x.md", results.Results(rows=[], meta={}, specs={}))
+    with pytest.raises(expressions.ExpressionError, match=r"guide/x.md:2: \{\{ schedule nope span \}\}"):
+        expressions.render("text\n{{ schedule nope span }}\n", page)
