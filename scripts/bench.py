@@ -291,11 +291,18 @@ def load_example(name: str):
     return mod
 
 
+# Benches timed with do_bench only, whatever the command line says: their providers run a backward
+# through torch.autograd, which the autograd engine runs on its own stream, outside a CUDA-graph
+# capture; the failed capture then broke the CUDA RNG for every later point (run18). The examples'
+# specs should say this themselves (a "cudagraph_timing": False key): next change to the example.
+NO_GRAPH_ALWAYS = (r"attention_bwd_.*",)
+
+
 def run_example(name: str, device, tiny: bool, only_bench: str | None = None, passes: int = PASSES,
                 peers: dict | None = None, no_graph: tuple[str, ...] = ()) -> tuple[list[dict], list[str]]:
     """Run one example's benchmarks. Returns (rows, failures); fills ``peers`` (bench -> provider ->
     how it was built) when given."""
-    no_graph_benches = tuple(no_graph)
+    no_graph_benches = (*NO_GRAPH_ALWAYS, *no_graph)
     import torch
 
     mod = load_example(name)
@@ -425,6 +432,16 @@ def main(argv=None) -> int:
         parser.error(f"name examples with --example or use --all (unknown: {unknown})")
     if args.passes < 1:
         parser.error("--passes must be at least 1")
+    for pattern in args.no_graph:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            parser.error(f"--no-graph {pattern!r} is not a regular expression: {err}")
+    if args.no_graph:  # a typo would match nothing and the capture would be tried after all
+        benches = [spec["name"] for name in names for spec in getattr(load_example(name), "BENCHMARKS", [])]
+        for pattern in args.no_graph:
+            if not any(re.fullmatch(pattern, b) for b in benches):
+                parser.error(f"--no-graph {pattern!r} matches no bench of {names}")
     if args.passes < 3 and not args.tiny:
         print(f"warning: {args.passes} pass(es): the site's results need at least 3 for a spread", flush=True)
 
@@ -449,8 +466,9 @@ def main(argv=None) -> int:
             "gpu": props.name, "sm_count": props.multi_processor_count, "driver": driver_version(),
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "method": method(args.passes) + (f"; no CUDA-graph timing for benches matching {args.no_graph} "
-                                              "(autograd backward: not capturable)" if args.no_graph else ""),
+            "method": method(args.passes) + (f"; no CUDA-graph timing for benches matching "
+                                              f"{[*NO_GRAPH_ALWAYS, *args.no_graph]} (autograd backward: not "
+                                              "capturable)"),
             "passes": args.passes,
             "timing": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "graph_rep_ms": GRAPH_REP_MS,
                        "warm_calls": WARM_CALLS, "host_calls": HOST_CALLS, "host_repeats": HOST_REPEATS,

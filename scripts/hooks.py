@@ -25,9 +25,14 @@ import mkdocs.plugins
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+import scripts
 from scripts import compare_runs, expressions, notebooks, plots, results, schedules, sections
 
 ROOT = Path(__file__).resolve().parent.parent
+
+if Path(scripts.__file__).resolve().parent != ROOT / "scripts":  # an editable install of another checkout
+    raise PluginError(f"`import scripts` finds {Path(scripts.__file__).parent}, not {ROOT / 'scripts'}: run "
+                      "`make install` (pip install -e .) in this checkout")
 
 EXAMPLES = ROOT / "examples"
 CACHE = ROOT / ".cache" / "site"
@@ -169,12 +174,8 @@ def reading_order(pages: list[Path], stems: list[str]) -> list[str]:
 _BUILD: dict = {}  # what on_pre_build read for the current build
 
 
-def on_pre_build(config, **kwargs):
-    problems = [p for src in example_files() for p in check_sections(src)]
-    if problems:
-        raise PluginError("examples/: " + "; ".join(problems))
-    # the examples run in worker processes (scripts/notebooks.py) while this one draws the plots
-    run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed").start()
+def _prepare_data() -> None:
+    """Everything the pages read besides the notebooks: specs, results, plots, widget data."""
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
     for stem in stale:
         (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
@@ -195,10 +196,21 @@ def on_pre_build(config, **kwargs):
     if tracer.exists():
         for name, blob in sorted(widget_traces(tracer).items()):
             write_if_changed(data_dir / name, blob)
+
+
+def on_pre_build(config, **kwargs):
+    problems = [p for src in example_files() for p in check_sections(src)]
+    if problems:
+        raise PluginError("examples/: " + "; ".join(problems))
+    # the examples run in worker processes (scripts/notebooks.py) while this one draws the plots
+    run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed").start()
     try:
+        _prepare_data()
         executed = run.wait()
     except notebooks.NotebookError as err:
         raise PluginError(str(err)) from None
+    finally:
+        run.close()  # an error above must not leave workers writing behind the next build
     for stem, nb in executed.items():  # mkdocs-jupyter renders them as they are (execute: false)
         write_if_changed(NOTEBOOKS / "examples" / f"{stem}.ipynb", nb)
 
@@ -315,7 +327,8 @@ def on_nav(nav, config, files, **kwargs):
 
 # What every page may render from, besides its own Markdown.
 SHARED_INPUTS = ("examples", "benchmarks/results", "benchmarks/reproduction", "benchmarks/verified",
-                 "benchmarks/logs/run10", "scripts", "docs/includes", "docs/widgets", "mkdocs.yml")
+                 "benchmarks/schedules", "benchmarks/logs/run10", "scripts", "docs/includes", "docs/widgets",
+                 "mkdocs.yml")
 INPUTS_KEY = CACHE / "shared-inputs.key"
 
 

@@ -26,8 +26,10 @@ import io
 import json
 import linecache
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -40,24 +42,59 @@ class NotebookError(RuntimeError):
 
 
 def key_of(notebook: bytes) -> str:
-    return hashlib.sha256(notebook).hexdigest()
+    """The cache key of an execution: the notebook (the example's code and the Python, torch and
+    Triton versions), this runner's own code, numpy's version, and what the kernels run on."""
+    import importlib.metadata
+
+    try:
+        numpy = importlib.metadata.version("numpy")
+    except importlib.metadata.PackageNotFoundError:
+        numpy = "none"
+    digest = hashlib.sha256(notebook)
+    for part in (Path(__file__).read_bytes(), numpy.encode(), os.environ.get("TRITON_INTERPRET", "").encode(),
+                 os.environ.get("CUDA_VISIBLE_DEVICES", "").encode(), str(Path("/dev/nvidiactl").exists()).encode()):
+        digest.update(hashlib.sha256(part).digest())
+    return digest.hexdigest()
 
 
 # ----------------------------------------------------------------------------- in a worker
 
 
 def _run_cell(code: str, filename: str, namespace: dict):
-    """Run one cell as IPython does: the statements, then the last bare expression's value."""
+    """Run one cell as IPython does: the statements, then the last bare expression's value
+    (none when the cell ends with `;`)."""
     tree = ast.parse(code, filename)
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    shown = tree.body and isinstance(tree.body[-1], ast.Expr) and not code.rstrip().endswith(";")
+    last = tree.body.pop() if shown else None
     exec(compile(tree, filename, "exec"), namespace)
     if last is not None:
         return eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
     return None
 
 
+def _fresh_process_state() -> None:
+    """Isolate a notebook from the ones a worker ran before it: torch's generator starts from
+    NOTEBOOK_SEED (so an unseeded example prints the same numbers whichever worker runs it and
+    after what; a new Jupyter kernel would start from a random seed) and no warning counts as
+    already shown."""
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.manual_seed(NOTEBOOK_SEED)
+    for module in list(sys.modules.values()):
+        registry = getattr(module, "__warningregistry__", None)
+        if isinstance(registry, dict):
+            registry.clear()
+
+
+NOTEBOOK_SEED = 0
+
+
 def execute_notebook(nb: dict, name: str, source_dir: Path) -> dict:
     """Run every code cell of `nb` in a fresh `__main__` namespace; return `nb` with outputs."""
+    _fresh_process_state()
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     count = 0
     for index, cell in enumerate(nb["cells"]):
@@ -90,7 +127,7 @@ def execute_notebook(nb: dict, name: str, source_dir: Path) -> dict:
 def _worker(out_dir: Path, paths: list[Path]) -> int:
     """Run the notebooks one after another in this process; write each executed notebook to
     out_dir/<stem>.ipynb. Exit status 1 and the error on stderr at the first failing cell."""
-    source_dir = ROOT / ".cache" / "site" / "cells"
+    source_dir = out_dir / "cells"
     source_dir.mkdir(parents=True, exist_ok=True)
     for path in paths:
         nb = json.loads(path.read_text())
@@ -101,8 +138,11 @@ def _worker(out_dir: Path, paths: list[Path]) -> int:
             print(err, file=sys.stderr)
             return 1
         (out_dir / f"{path.stem}.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-        print(f"{path.stem} {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"{TIMING_TAG} {path.stem} {time.perf_counter() - t0:.3f}", flush=True)
     return 0
+
+
+TIMING_TAG = "notebooks-timing"  # the worker's stdout lines the build reads: "<tag> <stem> <seconds>"
 
 
 # ----------------------------------------------------------------------------- in the build
@@ -119,57 +159,106 @@ def _shares(items: list[tuple[str, bytes]], jobs: int, weights: dict[str, float]
 
 
 class Run:
-    """Notebooks being executed in the background: `start` returns at once, `wait` collects."""
+    """Notebooks being executed in the background: `start` returns at once, `wait` collects.
+
+    Each run works in a folder of its own (two builds at once never share a file), workers read
+    `<run>/in/<stem>.ipynb` and write `<run>/out/<stem>.ipynb`, and an executed notebook enters
+    the cache only when every code cell ran. `close` stops the workers of a build that failed
+    before collecting them."""
 
     def __init__(self, notebooks: dict[str, bytes], cache_dir: Path, jobs: int | None = None):
         self.cache_dir = Path(cache_dir)
         self.notebooks = notebooks
         self.cached = {stem: self.cache_dir / f"{stem}-{key_of(nb)}.ipynb" for stem, nb in notebooks.items()}
         self.missing = [(stem, nb) for stem, nb in notebooks.items() if not self.cached[stem].exists()]
-        self.jobs = max(1, min(jobs or os.cpu_count() or 1, len(self.missing) or 1))
+        self.jobs = max(1, min(jobs or available_cores(), len(self.missing) or 1))
         self.procs: list[tuple[subprocess.Popen, list[str]]] = []
+        self.folder: Path | None = None
 
     def start(self) -> Run:
         if not self.missing:
             return self
-        todo = self.cache_dir / "todo"
-        todo.mkdir(parents=True, exist_ok=True)
-        timings = self.cache_dir / "timings.json"  # seconds per example, last measured: for the split only
-        weights = json.loads(timings.read_text()) if timings.exists() else {}
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(tempfile.mkdtemp(prefix="run-", dir=self.cache_dir))
+        (self.folder / "in").mkdir()
+        (self.folder / "out").mkdir()
         for stem, nb in self.missing:
-            (todo / f"{stem}.ipynb").write_bytes(nb)
-        for names in _shares(self.missing, self.jobs, weights):
-            cmd = [sys.executable, "-m", "scripts.notebooks", "--worker", str(todo),
-                   *[str(todo / f"{stem}.ipynb") for stem in names]]
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                                        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)})
+            (self.folder / "in" / f"{stem}.ipynb").write_bytes(nb)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        for names in _shares(self.missing, self.jobs, self._timings()):
+            cmd = [sys.executable, "-m", "scripts.notebooks", "--worker", str(self.folder / "out"),
+                   *[str(self.folder / "in" / f"{stem}.ipynb") for stem in names]]
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             self.procs.append((proc, names))
         return self
 
+    def _timings(self) -> dict[str, float]:
+        path = self.cache_dir / "timings.json"  # seconds per example, last measured: for the split only
+        try:
+            return json.loads(path.read_text()) if path.exists() else {}
+        except (OSError, ValueError):
+            return {}
+
+    def close(self) -> None:
+        """Stop the workers (if any still run) and remove this run's folder."""
+        for proc, _ in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        self.procs = []
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
     def wait(self) -> dict[str, bytes]:
         """stem -> the executed notebook; raises NotebookError if an example failed."""
+        try:
+            return self._collect()
+        finally:
+            self.close()
+
+    def _collect(self) -> dict[str, bytes]:
         failures, timings = [], {}
         for proc, names in self.procs:
             stdout, stderr = proc.communicate()
             for line in stdout.splitlines():
-                stem, _, rest = line.partition(" ")
-                if rest.endswith(" s"):
-                    timings[stem] = float(rest[:-2])
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == TIMING_TAG:
+                    timings[parts[1]] = float(parts[2])
             if proc.returncode != 0:
-                failures.append(stderr.strip() or f"worker for {names} exited with {proc.returncode}")
+                failures.append(_failure_of(stderr) or f"worker for {names} exited with {proc.returncode}")
         if failures:
             raise NotebookError("\n\n".join(failures))
-        todo = self.cache_dir / "todo"
         for stem, _ in self.missing:
-            for old in self.cache_dir.glob(f"{stem}-*.ipynb"):
-                old.unlink()
-            (todo / f"{stem}.ipynb").replace(self.cached[stem])
+            executed = self.folder / "out" / f"{stem}.ipynb"
+            nb = json.loads(executed.read_text())
+            if any(c["cell_type"] == "code" and c.get("execution_count") is None for c in nb["cells"]):
+                raise NotebookError(f"examples/{stem}.py: the worker returned a notebook with unexecuted cells")
+            os.replace(executed, self.cached[stem])
+            for old in self.cache_dir.glob(f"{stem}-*.ipynb"):  # earlier executions of this example
+                if old != self.cached[stem]:
+                    old.unlink(missing_ok=True)
         if timings:
-            path = self.cache_dir / "timings.json"
-            known = json.loads(path.read_text()) if path.exists() else {}
-            path.write_text(json.dumps({**known, **timings}, indent=1, sort_keys=True) + "\n")
+            known = self._timings()
+            tmp = self.folder / "timings.json"
+            tmp.write_text(json.dumps({**known, **timings}, indent=1, sort_keys=True) + "\n")
+            os.replace(tmp, self.cache_dir / "timings.json")
         return {stem: self.cached[stem].read_bytes() for stem in self.notebooks}
+
+
+def _failure_of(stderr: str) -> str:
+    """The worker's error: from the line naming the example on (earlier lines are warnings)."""
+    at = stderr.find("examples/")
+    return (stderr[stderr.rfind("\n", 0, at) + 1:] if at >= 0 else stderr).strip()
+
+
+def available_cores() -> int:
+    """The cores this process may use (affinity and cgroup limits, not the host's count), at most 8."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
 
 
 def main(argv: list[str]) -> int:

@@ -138,3 +138,41 @@ def test_shares_balance_the_measured_times():
     items = [(s, b"") for s in "abcde"]
     shares = notebooks._shares(items, 2, {"a": 10, "b": 6, "c": 4, "d": 1, "e": 1})
     assert shares == [["a", "d"], ["b", "c", "e"]]  # 11 and 11 seconds
+
+
+def test_two_builds_at_once_each_cache_executed_notebooks(tmp_path):
+    cache = tmp_path / "cache"
+    nbs = {"a": _notebook(tmp_path, "a", "# %%\nprint('a ran')\n"), "b": _notebook(tmp_path, "b", STORY)}
+    first, second = notebooks.Run(nbs, cache, jobs=2).start(), notebooks.Run(nbs, cache, jobs=1).start()
+    assert first.folder != second.folder  # each run has its own inputs and outputs
+    one, two = first.wait(), second.wait()
+    assert one == two and "a ran" in one["a"].decode()
+    for stem in nbs:
+        cached = list(cache.glob(f"{stem}-*.ipynb"))
+        assert len(cached) == 1
+        cells = [c for c in json.loads(cached[0].read_text())["cells"] if c["cell_type"] == "code"]
+        assert all(c["execution_count"] is not None for c in cells)
+    assert not list(cache.glob("run-*"))  # the run folders are gone
+
+
+def test_each_notebook_starts_like_a_new_kernel(tmp_path):
+    draw = "# %%\nimport torch\nprint(torch.rand(1).item())\n"
+    nbs = {"p": _notebook(tmp_path, "p", draw), "q": _notebook(tmp_path, "q", draw)}
+    out = notebooks.Run(nbs, tmp_path / "cache", jobs=1).start().wait()  # one worker runs both
+    texts = [next(c["outputs"][0]["text"] for c in json.loads(out[s])["cells"] if c["cell_type"] == "code")
+             for s in ("p", "q")]
+    assert texts[0] == texts[1]  # the first notebook's draw does not move the second one's
+
+
+def test_a_trailing_semicolon_hides_the_value(tmp_path):
+    nb = json.loads(_notebook(tmp_path, "semi", "# %%\n1 + 1;\n"))
+    cell = next(c for c in notebooks.execute_notebook(nb, "semi", tmp_path)["cells"] if c["cell_type"] == "code")
+    assert cell["outputs"] == []
+
+
+def test_close_stops_the_workers(tmp_path):
+    run = notebooks.Run({"slow": _notebook(tmp_path, "slow", "# %%\nimport time\ntime.sleep(60)\n")},
+                        tmp_path / "cache").start()
+    procs = [p for p, _ in run.procs]
+    run.close()
+    assert all(p.poll() is not None for p in procs) and not list((tmp_path / "cache").glob("run-*"))
