@@ -107,7 +107,7 @@ def _winners(page: Page, args: list[str]) -> str:
 
 
 BENCH: dict[str, Kind] = {
-    "targets": Kind(_no_args(lambda p: targets.markdown_table(p.data)), whole_site=True),
+    "targets": Kind(lambda p, args: targets.markdown_table(p.data, " ".join(args)), whole_site=True),
     "summary": Kind(_no_args(lambda p: targets.summary_table(p.data)), whole_site=True),
     "plots": Kind(_no_args(all_plots), whole_site=True),
     "repeatability": Kind(_no_args(lambda p: results.repeatability_table(p.data)), whole_site=True),

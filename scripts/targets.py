@@ -203,9 +203,13 @@ def evaluate(data: results.Results) -> list[Check]:
     return checks
 
 
-def markdown_table(data: results.Results) -> str:
+def markdown_table(data: results.Results, prefix: str = "") -> str:
+    """The target table; `prefix` keeps the targets whose name starts with it (a kernel's page)."""
     rows = ["| target | point | measured | status |", "| --- | --- | --- | --- |"]
-    for c in evaluate(data):
+    checks = [c for c in evaluate(data) if c.target.startswith(prefix)]
+    if not checks:
+        raise results.ResultError(f"no target starts with {prefix!r}")
+    for c in checks:
         note = f" <br><small>{c.detail}</small>" if c.detail else ""
         icon = {"met": "met", "missed": f"**missed** (needs {c.shown(c.threshold)})",
                 "not measured": "**not measured**"}[c.status]

@@ -68,6 +68,8 @@ def _pose(page, root, name):
     elif name == "matmul-tile":
         set_range(root, "pid", 5)
         set_range(root, "k", 2)
+    elif name == "attention-blocks":
+        press(control(root, "step"), "Enter", 3)
 
 
 @pytest.mark.parametrize("name", sorted(WIDGET_PAGES))
