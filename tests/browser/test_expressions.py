@@ -27,7 +27,8 @@ def test_a_later_pass_is_left_alone(page):
 @pytest.mark.parametrize("text, words", [
     ("{{ bench }}", "empty expression"),
     ("{{ bench no_such_kind x@1:y }}", "unknown kind 'no_such_kind'; known: "),
-    ("{{ bench targets extra }}", "takes no arguments"),
+    ("{{ bench targets extra }}", "no target starts with 'extra'"),
+    ("{{ bench plots extra }}", "takes no arguments"),
     ("{{ examples please }}", "takes no arguments"),
     ("{{ bench value no_such_bench@1:triton }}", "ResultError"),
     ("{{ bench winners only_a_bench }}", "needs a bench name and at least one provider"),
