@@ -132,16 +132,18 @@ SDPA = ["sdpa", "sdpa-flash", "sdpa-cudnn"]  # torch's default choice and each b
 def evaluate(data: results.Results) -> list[Check]:
     checks: list[Check] = []
     # Vector add: a pure stream, n >= 2^24.
-    def of_ceiling(target: str, point: str, bench: str, x, threshold: float) -> Check:
+    def of_ceiling(target: str, point: str, bench: str, x, threshold: float, timing: str = "do_bench") -> Check:
         # Against a copy ceiling timed with do_bench: a host-bound point is reported, not re-timed.
-        row = _row(data, bench, x, "triton")
+        row = _row(data, bench, x, "triton", timing)
         detail = HOST_BOUND_NOTE if row is not None and row.get("host_bound") else ""
-        return Check(target, point, _fraction_of_ceiling(data, bench, x, "triton"), threshold, "% of ceiling",
-                     detail, _spread(data, [(bench, x, "triton", "do_bench")]))
+        return Check(target, point, _fraction_of_ceiling(data, bench, x, "triton", timing), threshold,
+                     "% of ceiling", detail, _spread(data, [(bench, x, "triton", timing)]))
 
-    for n in (2**24, 2**26, 2**28):
-        checks.append(of_ceiling("vector add fp32 ≥ 95% of copy", f"n = 2^{n.bit_length() - 1}",
-                                 "vector_add_fp32", n, 0.95))
+    for n in (2**24, 2**26, 2**28):  # issue 11: "in kernel time"
+        check = of_ceiling("vector add fp32 ≥ 95% of copy (kernel time, CUDA graph)",
+                           f"n = 2^{n.bit_length() - 1}", "vector_add_fp32", n, 0.95, "cudagraph")
+        check.detail = check.detail or "the copy ceiling is timed with do_bench: a graph replay can pass it"
+        checks.append(check)
     # Softmax over 2^26 elements.
     for n in SOFTMAX_N:
         checks.append(of_ceiling("softmax fp32 ≥ 95% of copy", f"N = {n}", "softmax_fp32", n, 0.95))
@@ -156,7 +158,7 @@ def evaluate(data: results.Results) -> list[Check]:
         for s in MATMUL_S:
             if s == 1024:
                 ratio, who, spread = _best_ratio(data, square, s, "cublas", "cudagraph")
-                checks.append(Check(f"matmul {dtype} ≥ 0.8× cuBLAS (CUDA graph)", f"{s}³", ratio, 0.8, "x", who,
+                checks.append(Check(f"matmul {dtype} ≥ 0.9× cuBLAS (CUDA graph)", f"{s}³", ratio, 0.9, "x", who,
                                     spread))
             else:
                 ratio, who, spread = _best_ratio(data, square, s, "cublas")
@@ -165,12 +167,13 @@ def evaluate(data: results.Results) -> list[Check]:
         ratio, who, spread = _best_ratio(data, ragged, RAGGED, "cublas")
         checks.append(Check(f"matmul {dtype} ≥ 1.0× cuBLAS", RAGGED, ratio, 1.0, "x", who, spread))
     # Fused linear + bias + GELU.
-    for shape in LINEAR_GELU:
-        for peer, need in (("torch.compile", 1.1), ("torch", 1.3)):
-            ratio, t, spread = _versus(data, "linear_gelu_fp16", shape, "triton", [peer])
-            name = "eager" if peer == "torch" else peer
-            checks.append(Check(f"linear + bias + GELU fp16 ≥ {need}× {name}", shape, ratio, need, "x",
-                                GRAPH_NOTE if t == "cudagraph" else "", spread))
+    for dtype in ("fp16", "bf16"):  # no bf16 bench yet: those rows say "not measured"
+        for shape in LINEAR_GELU:
+            for peer, need in (("torch.compile", 1.1), ("torch", 1.3)):
+                ratio, t, spread = _versus(data, f"linear_gelu_{dtype}", shape, "triton", [peer])
+                name = "eager" if peer == "torch" else peer
+                checks.append(Check(f"linear + bias + GELU {dtype} ≥ {need}× {name}", shape, ratio, need, "x",
+                                    GRAPH_NOTE if t == "cudagraph" else "", spread))
     # Layer norm over 2^26 elements: forward and backward against the copy ceiling and both peers.
     for pass_, name in (("fwd", "forward"), ("bwd", "backward")):
         for dtype in ("fp16", "bf16"):
