@@ -411,7 +411,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3],
                                           ctx.up + "benchmarks.md#reproduction")
     try:
-        markdown = expressions.render(markdown, ctx, names=("verified", "bench"))
+        # every kind of the registry but the story map, which comes last: a new kind cannot be skipped
+        markdown = expressions.render(markdown, ctx, names=tuple(n for n in expressions.TOP if n != "examples"))
         markdown = add_plot_numbers(markdown, data, ctx.up)
         # The map of the stories links every plot and result file: after the plot tables, which it must not get.
         markdown = expressions.render(markdown, ctx, names=("examples",))

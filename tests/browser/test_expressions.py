@@ -46,3 +46,11 @@ def test_whole_site_kinds_quote_every_result_file():
         assert (quoted is None) == kind.whole_site, name
     assert expressions.quoted_benches("{{ bench ratio a_b@4:x/y cudagraph }} ![t](../assets/plots/c_d.svg)") == {
         "a_b", "c_d"}
+
+
+def test_no_page_of_the_built_site_holds_an_unrendered_expression(site_dir):
+    """Every kind in the registry is rendered by some pass of the hook (a `{{ schedule ... }}`
+    once reached the site as text: the hook's passes named the kinds one by one)."""
+    left = {str(p.relative_to(site_dir)): expressions.EXPR.findall(p.read_text(errors="replace"))
+            for p in site_dir.rglob("*.html")}
+    assert {page: found for page, found in left.items() if found} == {}
