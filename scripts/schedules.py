@@ -40,14 +40,14 @@ def ship(data_dir: Path, write, gpu: str = "h200") -> None:
 
 # ----------------------------------------------------------------------------- numbers for the pages
 
-STATS = {
-    "span": "time from the first start to the last end, us",
-    "median_run": "median duration of one program (or tile), us",
-    "sm_first_idle": "when the first SM ran out of work, us",
-    "sm_last_idle": "when the last SM ran out of work (the span), us",
-    "out_of_order": "programs that finished before some program of a lower pid",
-    "programs": "programs (or tiles, for a persistent trace) recorded",
-    "sms_used": "SMs that ran at least one of them",
+STATS = {  # name: (unit, what it is); "us" is shown as microseconds, "count" as a whole number
+    "span": ("us", "time from the first start to the last end"),
+    "median_run": ("us", "median duration of one program (or tile)"),
+    "sm_first_idle": ("us", "when the first SM ran out of work"),
+    "sm_last_idle": ("us", "when the last SM ran out of work (the span)"),
+    "out_of_order": ("count", "programs that finished before some program of a lower pid"),
+    "programs": ("count", "programs (or tiles, for a persistent trace) recorded"),
+    "sms_used": ("count", "SMs that ran at least one of them"),
 }
 
 
@@ -92,4 +92,4 @@ def render(args: list[str], gpu: str = "h200", folder: Path = SCHEDULES_DIR) -> 
     if args[0] not in traces:
         raise ValueError(f"no trace {args[0]!r} in benchmarks/schedules/{gpu}.json; traces: {sorted(traces)}")
     value = stat(traces[args[0]], args[1])
-    return f"{value:.1f} µs" if args[1] in ("span", "median_run", "sm_first_idle", "sm_last_idle") else f"{value:.0f}"
+    return f"{value:.1f} µs" if STATS[args[1]][0] == "us" else f"{value:.0f}"

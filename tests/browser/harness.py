@@ -28,6 +28,7 @@ import pytest
 import yaml
 
 from scripts import hooks
+from scripts.codeblocks import _AnyTagLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,12 +46,7 @@ SITE_URL = _SITE_URL.group(1).rstrip("/") + "/" if _SITE_URL else ""
 
 
 
-class _AnyTagLoader(yaml.SafeLoader):
-    """mkdocs.yml may hold `!!python/name:` tags; the nav and the scripts never do."""
-
-
-_AnyTagLoader.add_multi_constructor("", lambda loader, suffix, node: None)
-MKDOCS = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=_AnyTagLoader)
+MKDOCS = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=_AnyTagLoader)  # the loader the codeblocks plugin uses
 WIDGET_INCLUDE = re.compile(r'^\s*--8<--\s+"docs/widgets/([\w-]+)\.html"', re.M)
 
 
