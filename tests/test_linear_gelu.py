@@ -342,6 +342,16 @@ def test_bench_cases_are_consistent():
 
 
 @requires_gpu
+def test_gpu_bf16_bench_case():
+    # the bf16 bench has no tiny points (bf16 is wrong in the interpreter): its case is checked here
+    for provider in ("torch", "triton"):
+        case = ex.bench_case("linear_gelu_bf16", provider, "127x136x40")
+        out = case["fn"]()
+        assert out.dtype == torch.bfloat16
+        torch.testing.assert_close(out, case["ref"](), rtol=case["rtol"], atol=case["atol"])
+
+
+@requires_gpu
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (777, 1000, 520), (8192, 8192, 2048)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gpu_autotuned_matches_reference(shape, dtype):
