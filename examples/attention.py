@@ -762,6 +762,7 @@ def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=Fals
         "metric": "TFLOP/s",
         "ceiling": dtype,
         "args": {"direction": direction, "dtype": dtype, "head_dim": head_dim, "causal": causal},
+        "cudagraph_timing": direction == "fwd",  # autograd runs a backward on its own stream: no graph capture
     }
 
 

@@ -356,7 +356,7 @@ def stale_notice(stale: list[results.Stale]) -> str:
     return (
         '!!! warning "Results older than the code they measure"\n\n'
         "    Some numbers or plots on this page come from result files that do not match the\n"
-        "    current example (their `source_sha256` differs or is missing):\n\n"
+        "    current example's measured code:\n\n"
         f"{items}\n\n"
         f"    They are re-measured on the GPU with `python -m scripts.bench {rerun}`.\n"
     )
