@@ -426,6 +426,16 @@ BENCHMARKS = [
         "ceiling": "fp16",
         "cudagraph": True,
         "args": {},
+        "targets": [  # speed targets (scripts/targets.py), fp16 and bf16; bf16 has no bench yet: "not measured"
+            {"kind": "peers", "label": "linear + bias + GELU fp16 ≥ 1.1× torch.compile", "min": 1.1,
+             "peers": ["torch.compile"], "point": "{x}"},
+            {"kind": "peers", "label": "linear + bias + GELU fp16 ≥ 1.3× eager", "min": 1.3, "peers": ["torch"],
+             "point": "{x}"},
+            {"kind": "peers", "label": "linear + bias + GELU bf16 ≥ 1.1× torch.compile", "min": 1.1,
+             "peers": ["torch.compile"], "point": "{x}", "bench": "linear_gelu_bf16", "pending": "no bf16 bench yet"},
+            {"kind": "peers", "label": "linear + bias + GELU bf16 ≥ 1.3× eager", "min": 1.3, "peers": ["torch"],
+             "point": "{x}", "bench": "linear_gelu_bf16", "pending": "no bf16 bench yet"},
+        ],
     },
 ]
 
