@@ -430,7 +430,8 @@ def test_more_than_2_31_elements_on_gpu():
         except torch.OutOfMemoryError:
             pytest.skip("not enough GPU memory for two 2^31-element fp32 partial buffers")
         for name, got, expected in (("dweight", dw_m, want[1]), ("dbias", db_m, want[2])):
-            torch.testing.assert_close(got, expected, **tolerances(torch.float16), msg=lambda msg, n=name: f"{n}: {msg}")
+            torch.testing.assert_close(got, expected, **tolerances(torch.float16),
+                                       msg=lambda msg, n=name: f"{n}: {msg}")
     finally:
         del x, dy, dx
         torch.cuda.empty_cache()
