@@ -342,6 +342,30 @@ def test_bench_cases_are_consistent():
 
 
 @requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_gpu_every_descriptor_config_is_correct(dtype):
+    """Each config the autotuner may pick, launched directly on ragged shapes and both W layouts: the
+    autotuner keeps the fastest, which changes with the load on the GPU, so a wrong config would only
+    show now and then through linear_gelu(). run20 saw one such wrong answer (bf16, 777 x 1000 x 520)."""
+    ex.triton.set_allocator(ex._cuda_scratch)
+    wrong = []
+    for M, N, K in [(777, 1000, 520), (1031, 3000, 768), (129, 48, 1000)]:
+        a = rand(M, K, dtype=dtype)
+        w_t, bias = linear(K, N, dtype)
+        for w, kmajor in ((w_t.contiguous(), False), (w_t, True)):
+            for cfg in ex.linear_gelu_configs(dtype):
+                c = torch.full((M, N), float("nan"), device=DEVICE, dtype=dtype)
+                ex.linear_gelu_kernel[ex._grid(M, N)(cfg.kwargs)](
+                    a, w, bias, c, M, N, K, a.stride(0), w.stride(0), w.stride(1), bias.stride(0), c.stride(0),
+                    W_KMAJOR=kmajor, **cfg.all_kwargs())
+                try:
+                    check(c, a, w, bias)
+                except AssertionError as err:
+                    wrong.append(f"{M}x{N}x{K} {'k-major' if kmajor else 'row-major'} {cfg}: {str(err)[:200]}")
+    assert not wrong, "\n".join(wrong)
+
+
+@requires_gpu
 def test_gpu_bf16_bench_case():
     # the bf16 bench has no tiny points (bf16 is wrong in the interpreter): its case is checked here
     for provider in ("torch", "triton"):
