@@ -240,7 +240,12 @@ def _num_sms() -> int:
 
 
 def autotune_timer(kernel_call, quantiles):
-    """Time each config inside a CUDA graph, so the host-side launch cost does not pick the winner."""
+    """Time each config inside a CUDA graph, so the host-side launch cost does not pick the winner.
+
+    do_bench_cudagraph runs its first calls on a new side stream that does not wait for the caller's
+    stream: the work the caller has queued must finish first, or those calls write the output while
+    queued kernels still use its memory (see the matmul page, note 3 of the autotuning step)."""
+    torch.cuda.synchronize()
     return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)
 
 

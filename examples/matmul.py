@@ -134,6 +134,7 @@ def matmul_configs() -> list[triton.Config]:
 
 def autotune_timer(kernel_call, quantiles):
     """Time each config inside a CUDA graph: at 1024^3 a launch costs the host more than the kernel."""
+    torch.cuda.synchronize()  # (3)!
     return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)  # (2)!
 
 

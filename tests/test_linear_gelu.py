@@ -365,6 +365,30 @@ def test_gpu_every_descriptor_config_is_correct(dtype):
     assert not wrong, "\n".join(wrong)
 
 
+def test_autotune_timer_waits_for_the_callers_stream(monkeypatch):
+    calls = []
+    monkeypatch.setattr(ex.torch.cuda, "synchronize", lambda *args, **kwargs: calls.append("synchronize"))
+    monkeypatch.setattr(ex.triton.testing, "do_bench_cudagraph",
+                        lambda fn, **kwargs: calls.append("do_bench_cudagraph") or [1.0, 1.0, 1.0])
+    ex.autotune_timer(lambda: None, (0.5, 0.2, 0.8))
+    assert calls == ["synchronize", "do_bench_cudagraph"]
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gpu_first_calls_while_the_stream_is_busy(dtype):
+    """As in test_matmul: first calls (autotuning) right after a reference, with the stream still busy."""
+    busy = rand(8192, 8192, dtype=dtype)
+    for m in range(771, 787, 2):  # a new M each time, so each call autotunes
+        a = rand(m, 520, dtype=dtype)
+        w_t, bias = linear(520, 1000, dtype)
+        for _ in range(10):
+            busy @ busy  # milliseconds of queued work on the caller's stream
+        ref = ex.linear_gelu_reference(a, w_t, bias)
+        out = ex.linear_gelu(a, w_t.contiguous(), bias)
+        torch.testing.assert_close(out, ref, **tolerances(dtype), msg=lambda msg, m=m: f"M={m}: {msg}")
+
+
 @requires_gpu
 def test_gpu_bf16_bench_case():
     # the bf16 bench has no tiny points (bf16 is wrong in the interpreter): its case is checked here
