@@ -25,7 +25,7 @@ for stage in "$@"; do
   t0=$(date +%s)
   case "$stage" in
     probes)  # PROBES="a b c" picks and orders them; PROBE_BUDGET (s) stops starting new ones
-      for n in ${PROBES:-$(cd benchmarks/probes && ls *.py | sed 's/\.py$//')}; do
+      for n in ${PROBES:-$(cd benchmarks/probes && ls [!_]*.py | sed 's/\.py$//')}; do  # _examples.py is a helper
         if (( $(date +%s) - t0 > ${PROBE_BUDGET:-400} )); then echo "probe $n skipped: budget spent"; continue; fi
         timeout 120 python3 "benchmarks/probes/$n.py" > "$LOG/probe_$n.txt" 2>&1
         echo "probe $n rc=$? $(( $(date +%s) - t0 )) s"

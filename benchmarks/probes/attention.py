@@ -11,14 +11,12 @@ Usage: python benchmarks/probes/attention.py   (needs CUDA; about 90 s)
 """
 
 import itertools
-import sys
 import time
 import traceback
-from pathlib import Path
 
 import torch
+from _examples import load_example  # this folder is on sys.path (see _examples.py)
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = time.time()
 BUDGET_S = 170
 
@@ -27,11 +25,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("needs CUDA")
         return
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("attention", ROOT / "examples" / "attention.py")
-    ex = sys.modules["attention"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
+    ex = load_example("attention")
     from triton.testing import do_bench, do_bench_cudagraph
 
     print(torch.cuda.get_device_name(), torch.__version__, __import__("triton").__version__)

@@ -5,14 +5,10 @@ and prints every exception in the chain in full (pytest shows only the outermost
 Usage: python benchmarks/probes/attention_compile.py   (needs CUDA)
 """
 
-import importlib.util
-import sys
 import traceback
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[2]
+from _examples import load_example  # this folder is on sys.path (see _examples.py)
 
 
 def chain(err):
@@ -26,9 +22,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("needs CUDA")
         return
-    spec = importlib.util.spec_from_file_location("attention", ROOT / "examples" / "attention.py")
-    ex = sys.modules["attention"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
+    ex = load_example("attention")
 
     class Tiny(torch.nn.Module):
         def __init__(self, dim=64, heads=2):

@@ -18,22 +18,12 @@ Usage: python benchmarks/probes/autotune_race.py [TRIALS]   (needs CUDA; about a
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import torch
 import triton
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_matmul():
-    spec = importlib.util.spec_from_file_location("matmul", ROOT / "examples" / "matmul.py")
-    ex = sys.modules["matmul"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
-    return ex
+from _examples import load_example  # this folder is on sys.path (see _examples.py)
 
 
 def plain(kernel_call, quantiles):
@@ -50,7 +40,7 @@ def main() -> None:
         print("needs CUDA")
         return
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 40
-    ex = load_matmul()
+    ex = load_example("matmul")
     triton.set_allocator(ex._tma_scratch)
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; "
           f"{trials} trials per timer, fp16 777 x 1000 x 520, matmul_tma_kernel, fresh autotuner per trial")

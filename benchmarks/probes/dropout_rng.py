@@ -17,16 +17,13 @@ Usage: python benchmarks/probes/dropout_rng.py   (needs CUDA; under a minute)
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+from _examples import load_example  # this folder is on sys.path (see _examples.py)
 
-ROOT = Path(__file__).resolve().parents[2]
 BLOCK = 1024
 P = 0.1
 
@@ -68,9 +65,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("needs CUDA")
         return
-    spec = importlib.util.spec_from_file_location("dropout", ROOT / "examples" / "dropout.py")
-    ex = sys.modules["dropout"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
+    ex = load_example("dropout")
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; fp16, p = {P}; "
           "do_bench median (L2 flushed), median of 3 interleaved passes; GB/s counts read x + write y")
     scale = 1.0 / (1.0 - P)

@@ -7,14 +7,10 @@ launched directly, and `_check_inputs` alone; then the backward launcher likewis
 Usage: python benchmarks/probes/layer_norm_host.py   (needs CUDA)
 """
 
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[2]
+from _examples import load_example  # this folder is on sys.path (see _examples.py)
 
 
 def per_call_us(fn, calls=1000):
@@ -35,9 +31,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("needs CUDA")
         return
-    spec = importlib.util.spec_from_file_location("layer_norm", ROOT / "examples" / "layer_norm.py")
-    ex = sys.modules["layer_norm"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
+    ex = load_example("layer_norm")
     import triton
     from torch.library import wrap_triton
 

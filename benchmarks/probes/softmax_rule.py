@@ -19,17 +19,14 @@ Usage: python benchmarks/probes/softmax_rule.py   (needs CUDA; about 3 minutes o
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+from _examples import load_example  # this folder is on sys.path (see _examples.py)
 
-ROOT = Path(__file__).resolve().parents[2]
 NS = [512, 781, 1024, 2048, 3000, 4096, 8192, 16384, 32768]
 ELEMENTS = 2**26
 PASSES = 3
@@ -58,19 +55,12 @@ def softmax_row_hinted_kernel(x_ptr, y_ptr, n_cols, stride_xm, stride_ym, BLOCK_
     tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask, cache_modifier=".cs")
 
 
-def load_example():
-    spec = importlib.util.spec_from_file_location("softmax", ROOT / "examples" / "softmax.py")
-    ex = sys.modules["softmax"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
-    return ex
-
-
 def main() -> None:
     if not torch.cuda.is_available():
         print("needs CUDA")
         return
     t0 = time.perf_counter()
-    ex = load_example()
+    ex = load_example("softmax")
     props = torch.cuda.get_device_properties(0)
     sms = props.multi_processor_count
     print(f"# {props.name}, {sms} SMs, torch {torch.__version__}, triton {triton.__version__}; "
