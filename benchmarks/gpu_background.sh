@@ -24,7 +24,7 @@ if [ "$cmd" = start ]; then
     cd "$0/repo" || exit 1
     i=0
     while read -r g; do
-      i=$((i + 1)); name="$i-${g//[^A-Za-z0-9_.,+-]/_}"
+      i=$((i + 1)); name="$i-${g//[^A-Za-z0-9_.+-]/_}"
       echo "$(date -u +%FT%TZ) start $name" >> "$0/progress"
       OUT="$0/out/$name" bash benchmarks/gpu_run.sh ${g//+/ } > "$0/out/$name.txt" 2>&1
       echo "$(date -u +%FT%TZ) end $name rc=$?" >> "$0/progress"

@@ -85,9 +85,10 @@ def naive_scores_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    q = tl.load(Q + z * stride_qz + h * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :],
+    rows_q, rows_k = offs_m.to(tl.int64), offs_n.to(tl.int64)  # row * stride may pass 2**31
+    q = tl.load(Q + z * stride_qz + h * stride_qh + rows_q[:, None] * stride_qm + offs_d[None, :],
                 mask=(offs_m < seq_q)[:, None], other=0.0)
-    k = tl.load(K + z * stride_kz + h * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :],
+    k = tl.load(K + z * stride_kz + h * stride_kh + rows_k[:, None] * stride_kn + offs_d[None, :],
                 mask=(offs_n < seq_k)[:, None], other=0.0)
     s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * sm_scale
     if CAUSAL:
@@ -135,7 +136,8 @@ def naive_pv_kernel(
     for start in range(0, seq_k, BLOCK_N):
         keys = start + offs_n
         p = tl.load(p_rows + keys[None, :], mask=(offs_m < seq_q)[:, None] & (keys < seq_k)[None, :], other=0.0)
-        v = tl.load(v_base + keys[:, None] * stride_vn + offs_d[None, :], mask=(keys < seq_k)[:, None], other=0.0)
+        v = tl.load(v_base + keys[:, None].to(tl.int64) * stride_vn + offs_d[None, :], mask=(keys < seq_k)[:, None],
+                    other=0.0)
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
     o_ptrs = O + bh * seq_q * HEAD_DIM + offs_m[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :]
     tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=(offs_m < seq_q)[:, None])
@@ -149,6 +151,12 @@ def attention_naive(q, k, v, causal: bool = False, sm_scale: float | None = None
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     B, H, M, D = q.shape
     N = k.shape[2]
+    if B * H > MAX_GRID_YZ:  # kernels 1 and 3 put every (batch, head) on one grid axis
+        raise ValueError(f"q has batch x heads = {B * H}: the naive kernels take at most {MAX_GRID_YZ} "
+                         "(one grid axis); use attention()")
+    if B * H * M > INT32_MAX:  # kernel 2: one program per row of S
+        raise ValueError(f"q has batch x heads x seq_q = {B * H * M} rows of scores: the naive softmax takes "
+                         f"at most {INT32_MAX} (one program per row); use attention()")
     o = torch.empty((B, H, M, D), device=q.device, dtype=q.dtype)
     if o.numel() == 0:
         return o
@@ -461,6 +469,7 @@ FP32_PRECISION = "ieee"  # fp32 inputs: true fp32 dots (slow, exact like the ref
 PASSES = ("fwd", "dkdv", "dq", "preprocess")
 CONFIG_OVERRIDES: dict[str, dict] = {}  # e.g. {"fwd": {"BLOCK_N": 128, "num_stages": 4}}: applies to every call
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (heads, batch)
+INT32_MAX = 2**31 - 1  # CUDA's limit on grid axis 0
 
 
 def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str) -> dict:
@@ -491,7 +500,12 @@ def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str)
 
 
 def _resolve_config(q: torch.Tensor, pass_: str, config: dict | None) -> dict:
-    cfg = {**_config(q.shape[-1], q.dtype, q.device, pass_), **((config or {}).get(pass_, {}))}
+    """The settings of one pass for q: _config's, with config[pass_] on top, checked."""
+    return _checked_config({**_config(q.shape[-1], q.dtype, q.device, pass_), **((config or {}).get(pass_, {}))},
+                           pass_)
+
+
+def _checked_config(cfg: dict, pass_: str) -> dict:
     unknown = set(cfg) - {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "PRECISION"}
     if unknown:
         raise TypeError(f"config[{pass_!r}] has unknown keys {sorted(unknown)}")
@@ -762,6 +776,12 @@ def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=Fals
         "metric": "TFLOP/s",
         "ceiling": dtype,
         "args": {"direction": direction, "dtype": dtype, "head_dim": head_dim, "causal": causal},
+        "cudagraph_timing": direction == "fwd",  # autograd runs a backward on its own stream: no graph capture
+        "targets": [  # speed targets (scripts/targets.py): against the fastest SDPA backend measured beside it
+            {"kind": "peers", "peers": ["sdpa", "sdpa-flash", "sdpa-cudnn"], "min": 1.0 if direction == "fwd" else 0.8,
+             "label": f"attention {'forward ≥ 1.0' if direction == 'fwd' else 'backward ≥ 0.8'}× fastest SDPA backend",
+             "point": tag.removeprefix("attention_").replace("_", " ") + ", seq = {x}"},
+        ],
     }
 
 

@@ -134,7 +134,7 @@ def _fp32(v: float) -> float:
     return struct.unpack("f", struct.pack("f", v))[0]
 
 
-def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x") -> torch.Tensor:
+def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x", wrap: bool = False) -> torch.Tensor:
     _check_x(x, name)
     p = _check_p(p)
     _check_seed(seed)
@@ -146,7 +146,8 @@ def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x") -> torch.Ten
     p32 = _fp32(p)
     scale = 0.0 if p32 == 1.0 else _fp32(1.0 / (1.0 - p32))
     grid = (triton.cdiv(n, BLOCK_SIZE),)
-    wrap_triton(dropout_kernel)[grid](x, y, n, p32, scale, seed, BLOCK_SIZE=BLOCK_SIZE)  # (2)!
+    launch = wrap_triton(dropout_kernel) if wrap else dropout_kernel  # (2)!
+    launch[grid](x, y, n, p32, scale, seed, BLOCK_SIZE=BLOCK_SIZE)
     return y
 
 
@@ -158,12 +159,14 @@ def dropout_mask(shape, p: float, seed: int, device=None, start: int = 0) -> tor
     _check_seed(seed)
     if isinstance(start, bool) or not isinstance(start, int):
         raise TypeError(f"start must be an int, got {type(start).__name__}")
-    if start < 0:
-        raise ValueError(f"start must be >= 0, got {start}")
+    if not 0 <= start <= MAX_SEED:
+        raise ValueError(f"start must be in [0, 2**63 - 1], got {start}")
     if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise ValueError("device is the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+    n = torch.empty(shape, device="meta").numel()  # no memory: the size, checked before allocating
+    if start > 2**63 - n:  # the last index, start + n - 1, must be an int64 in the kernel
+        raise ValueError(f"start + numel must be at most 2**63, got start = {start} for {n} elements")
     keep = torch.empty(shape, dtype=torch.bool, device=device)
-    n = keep.numel()
     if n:
         dropout_mask_kernel[(triton.cdiv(n, BLOCK_SIZE),)](keep, n, _fp32(p), seed, start, BLOCK_SIZE=BLOCK_SIZE)
     return keep
@@ -221,7 +224,7 @@ def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
 # --8<-- [start:triton-op]
 @triton_op("tit::dropout", mutates_args={})
 def dropout_op(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
-    return _dropout(x, p, seed)
+    return _dropout(x, p, seed, wrap=True)
 
 
 def _setup_context(ctx, inputs, output):

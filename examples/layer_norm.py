@@ -160,7 +160,7 @@ def layer_norm_bwd_kernel(
         tl.store(dx_ptr + row * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
         dw_acc += dy * x_hat
         db_acc += dy
-    part = group * n_cols + cols  # (3)!
+    part = group.to(tl.int64) * n_cols + cols  # (3)!
     tl.store(dw_part_ptr + part, dw_acc, mask=mask)
     tl.store(db_part_ptr + part, db_acc, mask=mask)
 # --8<-- [end:backward-kernel]
@@ -193,7 +193,7 @@ def layer_norm_dwdb_kernel(
     for g0 in range(0, n_groups, BLOCK_G):
         groups = g0 + tl.arange(0, BLOCK_G)
         mask = (groups < n_groups)[:, None] & col_mask[None, :]
-        offs = groups[:, None] * n_cols + cols[None, :]
+        offs = groups.to(tl.int64)[:, None] * n_cols + cols[None, :]  # past 2**31 partial elements
         dw += tl.load(dw_part_ptr + offs, mask=mask, other=0.0)
         db += tl.load(db_part_ptr + offs, mask=mask, other=0.0)
     tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
@@ -206,9 +206,11 @@ def layer_norm_dwdb_kernel(
 #
 # They validate, view `x` as `M` rows of `N`, size the launches and run the
 # kernels. `layer_norm_fwd` returns `(y, mean, rstd)`; `layer_norm_bwd` returns
-# `(dx, dweight, dbias)`. Every launch goes through `wrap_triton`, which is a
-# plain launch in eager mode and lets `torch.compile` see the kernel inside the
-# `triton_op` below.
+# `(dx, dweight, dbias)`. Called eagerly, they launch the kernels directly. The
+# `triton_op` below calls them with `wrap=True`: then each launch goes through
+# `wrap_triton`, so `torch.compile` and fake tensors see the kernel. Only there:
+# an eager `wrap_triton` launch was measured at about 145 us of host time on the
+# H200, a direct one at 15 us (`benchmarks/logs/run18/probe_layer_norm_host.txt`).
 
 
 # %%
@@ -236,6 +238,11 @@ def _num_groups(n_rows: int, block_n: int, device: torch.device) -> int:
     """Stage 1's grid: as many programs per SM as the register file holds (1 to 4), at most one per row."""
     per_sm = min(4, max(1, REGISTER_FILE // (5 * 4 * block_n)))  # (2)!
     return max(1, min(n_rows, _sm_count(device) * per_sm))
+
+
+def _launcher(kernel, wrap: bool):
+    """kernel[grid](...) eagerly; wrap_triton(kernel)[grid](...) inside a triton_op (traceable)."""
+    return wrap_triton(kernel) if wrap else kernel
 
 
 def _check_tensor(name: str, t) -> None:
@@ -283,28 +290,31 @@ def _check_inputs(x, weight, bias, eps) -> None:
         raise ValueError(f"x's last dim N = {n} is longer than MAX_N = {MAX_N}, the longest row one tile holds")
 
 
-def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5):
-    """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,), M = x.numel() // N."""
+def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5, *,
+                   wrap: bool = False):
+    """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,), M = x.numel() // N.
+    wrap: launch through wrap_triton (inside a triton_op)."""
     _check_inputs(x, weight, bias, eps)
     x2 = _rows("x", x)
     n_rows, n_cols = x2.shape
+    if n_rows > INT32_MAX:  # refused before anything is allocated
+        raise ValueError(f"x has {n_rows} rows: one program per row allows at most 2**31 - 1")
     y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
     mean = torch.empty(n_rows, device=x.device, dtype=torch.float32)
     rstd = torch.empty(n_rows, device=x.device, dtype=torch.float32)
     if n_rows == 0 or n_cols == 0:  # nothing to normalize: an empty y (and NaN statistics for N = 0)
         return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
-    if n_rows > INT32_MAX:
-        raise ValueError(f"x has {n_rows} rows: one program per row allows at most 2**31 - 1")
     block_n = triton.next_power_of_2(n_cols)
-    wrap_triton(layer_norm_fwd_kernel)[(n_rows,)](
+    _launcher(layer_norm_fwd_kernel, wrap)[(n_rows,)](
         x2, y, weight.contiguous(), bias.contiguous(), mean, rstd,  # (3)!
         n_cols, x2.stride(0), n_cols, float(eps), BLOCK_N=block_n, num_warps=_num_warps(block_n))
     return y, mean, rstd
 
 
 def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
-                   rstd: torch.Tensor, num_groups: int | None = None):
-    """(dx, dweight, dbias) from the forward's input, mean and rstd. num_groups: stage 1's grid."""
+                   rstd: torch.Tensor, num_groups: int | None = None, *, wrap: bool = False):
+    """(dx, dweight, dbias) from the forward's input, mean and rstd. num_groups: stage 1's grid;
+    wrap: launch through wrap_triton (inside a triton_op)."""
     for name, t in (("dy", dy), ("x", x), ("weight", weight)):
         _check_tensor(name, t)
     if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
@@ -331,12 +341,12 @@ def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean
     groups = min(groups, n_rows)  # a group with no rows would only add zeros
     dw_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)  # (4)!
     db_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)
-    wrap_triton(layer_norm_bwd_kernel)[(groups,)](
+    _launcher(layer_norm_bwd_kernel, wrap)[(groups,)](
         dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,
         n_rows, n_cols, dy2.stride(0), x2.stride(0), n_cols, BLOCK_N=block_n, num_warps=_num_warps(block_n))
     dw = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
     db = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
-    wrap_triton(layer_norm_dwdb_kernel)[(triton.cdiv(n_cols, REDUCE_BLOCK_COLS),)](
+    _launcher(layer_norm_dwdb_kernel, wrap)[(triton.cdiv(n_cols, REDUCE_BLOCK_COLS),)](
         dw_part, db_part, dw, db, groups, n_cols, BLOCK_G=REDUCE_BLOCK_G, BLOCK_COLS=REDUCE_BLOCK_COLS)
     return dx, dw, db
 # --8<-- [end:launcher]
@@ -393,13 +403,13 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
 @triton_op("tit::layer_norm_fwd", mutates_args={})
 def layer_norm_fwd_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                       eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return layer_norm_fwd(x, weight, bias, eps)
+    return layer_norm_fwd(x, weight, bias, eps, wrap=True)
 
 
 @triton_op("tit::layer_norm_bwd", mutates_args={})
 def layer_norm_bwd_op(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
                       rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return layer_norm_bwd(dy, x, weight, mean, rstd)
+    return layer_norm_bwd(dy, x, weight, mean, rstd, wrap=True)
 
 
 def _setup_context(ctx, inputs, output):
@@ -478,6 +488,13 @@ BENCHMARKS = [
         "metric": "GB/s",
         "ceiling": "copy",
         "args": {"dtype": {"fp16": "float16", "bf16": "bfloat16"}[dt], "elements": 2**26, "backward": pass_ == "bwd"},
+        "targets": [  # speed targets (scripts/targets.py), judged on do_bench; the CUDA-graph figure beside
+            {"kind": "ceiling", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ 90% of copy",
+             "min": 0.90, "kernel_alone": True},
+            {"kind": "peers", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ faster of "
+                                       "torch, torch.compile",
+             "min": 1.0, "peers": ["torch", "torch.compile"], "kernel_alone": True},
+        ],
     }
     for pass_ in ("fwd", "bwd")
     for dt in ("fp16", "bf16")

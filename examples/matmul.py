@@ -134,6 +134,7 @@ def matmul_configs() -> list[triton.Config]:
 
 def autotune_timer(kernel_call, quantiles):
     """Time each config inside a CUDA graph: at 1024^3 a launch costs the host more than the kernel."""
+    torch.cuda.synchronize()  # (3)!
     return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)  # (2)!
 
 
@@ -378,6 +379,13 @@ BENCHMARKS = [
         "ceiling": tag,
         "cudagraph": True,
         "args": {"dtype": tag},
+        "targets": [  # speed targets (scripts/targets.py): the best of our variants in both matmul chapters
+            {"kind": "best_of", "label": f"matmul {tag} ≥ 0.9× cuBLAS (CUDA graph)", "min": 0.9, "at": [1024],
+             "timing": "cudagraph", "benches": [f"matmul_{tag}", f"matmul_persistent_{tag}"], "peer": "cublas",
+             "point": "{x}³"},
+            {"kind": "best_of", "label": f"matmul {tag} ≥ 1.0× cuBLAS", "min": 1.0, "at": [2048, 4096, 8192],
+             "benches": [f"matmul_{tag}", f"matmul_persistent_{tag}"], "peer": "cublas", "point": "{x}³"},
+        ],
     }
     for tag in ("fp16", "bf16")
 ] + [
@@ -392,6 +400,10 @@ BENCHMARKS = [
         "ceiling": tag,
         "cudagraph": True,
         "args": {"dtype": tag},
+        "targets": [  # speed targets (scripts/targets.py); matmul_persistent.py has a ragged bench in fp16 only
+            {"kind": "best_of", "label": f"matmul {tag} ≥ 1.0× cuBLAS", "min": 1.0, "peer": "cublas", "point": "{x}",
+             "benches": [f"matmul_ragged_{tag}"] + (["matmul_persistent_ragged_fp16"] if tag == "fp16" else [])},
+        ],
     }
     for tag in ("fp16", "bf16")
 ]

@@ -349,6 +349,13 @@ BENCHMARKS = [
         "metric": "GB/s",
         "ceiling": "copy",
         "args": {"dtype": "float32", "elements": 2**26},
+        "targets": [  # speed targets (scripts/targets.py)
+            {"kind": "ceiling", "label": "softmax fp32 ≥ 95% of copy", "min": 0.95,
+             "at": [512, 781, 1024, 2048, 3000, 4096, 8192, 16384, 32768]},
+            {"kind": "peers", "label": "softmax fp32 ≥ faster of torch, torch.compile", "min": 1.0,
+             "peers": ["torch", "torch.compile"], "at": [512, 781, 1024, 2048, 3000, 4096, 8192, 16384, 32768]},
+            {"kind": "ceiling", "label": "softmax fp32, long rows ≥ 80% of copy", "min": 0.80, "at": [65536, 262144]},
+        ],
     },
     {
         # steps 1 and 2 hold a whole row in one tile: rows up to MAX_ROW_BLOCK only

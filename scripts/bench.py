@@ -24,12 +24,17 @@ measures the ceilings of this GPU (device-to-device copy, cuBLAS fp16/bf16 at
   (CUDA-graph replay, median) in every pass. The CSV keeps the median over passes
   as the row's time and ``value``, ``spread`` = max / min - 1 over the passes, and
   ``host_bound`` on the do_bench row (see ``results.is_host_bound``). A spec's
-  ``"cudagraph": True`` now only asks its plot to draw the CUDA-graph series too.
+  ``"cudagraph": True`` only asks its plot to draw the CUDA-graph series too; a spec's
+  ``"cudagraph_timing": False`` (or ``--no-graph REGEX``) means no CUDA-graph capture is
+  even tried for that bench (an autograd backward cannot be captured, and a failed capture
+  breaks the CUDA RNG for every later point).
 * ``"metric": "us"`` benches are host wall-clock costs per call (``timing=host_wall``).
 
 Results go to ``benchmarks/results/<gpu>/<example>.csv`` with a ``<example>.meta.json``
 holding the GPU, versions, date, method, the ceilings measured in the same run, how each
-provider was built (``peers``), the sha256 of the example file measured and the git commit.
+provider was built (``peers``), the sha256 of the example file measured (``source_sha256``),
+of its measured code (``code_sha256``: the file less its specs' titles, targets and
+cudagraph_timing, see ``results.measured_code``) and the git commit.
 An example's files are replaced whole.
 
 Without a GPU (CI), ``--tiny`` runs the same code path under Triton's
@@ -42,6 +47,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import hashlib
 import importlib.util
 import json
 import os
@@ -150,8 +156,10 @@ def time_do_bench(fn) -> tuple[float, float, float]:
 
 def time_graph(fn) -> tuple[float, float, float]:
     """(p50, p20, p80) in ms per call, over do_bench_cudagraph's 10 replays (no host cost, warm L2)."""
+    import torch
     from triton.testing import do_bench_cudagraph
 
+    torch.cuda.synchronize()  # its warm-up runs on a side stream that does not wait for queued work
     p50, p20, p80 = do_bench_cudagraph(fn, rep=GRAPH_REP_MS, quantiles=[0.5, 0.2, 0.8])
     return p50, p20, p80
 
@@ -291,18 +299,18 @@ def load_example(name: str):
     return mod
 
 
-# Benches timed with do_bench only, whatever the command line says: their providers run a backward
-# through torch.autograd, which the autograd engine runs on its own stream, outside a CUDA-graph
-# capture; the failed capture then broke the CUDA RNG for every later point (run18). The examples'
-# specs should say this themselves (a "cudagraph_timing": False key): next change to the example.
-NO_GRAPH_ALWAYS = (r"attention_bwd_.*",)
+def no_graph_timing(spec: dict, no_graph: tuple[str, ...] = ()) -> bool:
+    """Whether a bench is timed with do_bench only, its CUDA-graph capture never tried: its spec says
+    ``"cudagraph_timing": False`` (a backward through torch.autograd runs on the autograd engine's own
+    stream, outside the capture, and a failed capture broke the CUDA RNG for every later point of the
+    run), or its name full-matches a ``--no-graph`` pattern."""
+    return spec.get("cudagraph_timing") is False or any(re.fullmatch(p, spec["name"]) for p in no_graph)
 
 
 def run_example(name: str, device, tiny: bool, only_bench: str | None = None, passes: int = PASSES,
-                peers: dict | None = None, no_graph: tuple[str, ...] = ()) -> tuple[list[dict], list[str]]:
+                peers: dict | None = None, no_graph_patterns: tuple[str, ...] = ()) -> tuple[list[dict], list[str]]:
     """Run one example's benchmarks. Returns (rows, failures); fills ``peers`` (bench -> provider ->
     how it was built) when given."""
-    no_graph_benches = (*NO_GRAPH_ALWAYS, *no_graph)
     import torch
 
     mod = load_example(name)
@@ -351,8 +359,8 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
             samples = {p: {"do_bench": [], "cudagraph": [], "host_wall": []} for p in ready}
             broken = set()  # providers whose timing failed: not recorded
             no_graph = set()  # providers that cannot be captured in a CUDA graph
-            if any(re.fullmatch(pattern, spec["name"]) for pattern in no_graph_benches):
-                no_graph = set(ready)  # --no-graph: not even tried (a failed capture can poison later ones)
+            if no_graph_timing(spec, no_graph_patterns):
+                no_graph = set(ready)  # not even tried (a failed capture can poison later ones)
             for _ in range(passes):
                 for provider, (fn, _case) in ready.items():
                     if provider in broken:
@@ -410,7 +418,7 @@ def write_results(out_dir: Path, name: str, rows: list[dict], meta: dict) -> Non
         writer.writeheader()
         for row in rows:
             writer.writerow({k: row.get(k, "") for k in results.COLUMNS})
-    (out_dir / f"{name}.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    (out_dir / f"{name}.meta.json").write_text(results.dump_meta(meta))
 
 
 def main(argv=None) -> int:
@@ -466,9 +474,7 @@ def main(argv=None) -> int:
             "gpu": props.name, "sm_count": props.multi_processor_count, "driver": driver_version(),
             "torch": torch.__version__, "triton": triton.__version__, "python": platform.python_version(),
             "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "method": method(args.passes) + (f"; no CUDA-graph timing for benches matching "
-                                              f"{[*NO_GRAPH_ALWAYS, *args.no_graph]} (autograd backward: not "
-                                              "capturable)"),
+            "method": method(args.passes),
             "passes": args.passes,
             "timing": {"warmup_ms": WARMUP_MS, "rep_ms": REP_MS, "graph_rep_ms": GRAPH_REP_MS,
                        "warm_calls": WARM_CALLS, "host_calls": HOST_CALLS, "host_repeats": HOST_REPEATS,
@@ -483,7 +489,8 @@ def main(argv=None) -> int:
     all_failures = []
     for name in names:
         t0 = time.time()
-        source_sha256 = results.sha256_of(EXAMPLES / f"{name}.py")  # the file this run imports and measures
+        source = (EXAMPLES / f"{name}.py").read_bytes()  # the file this run imports and measures
+        source_sha256, code_sha256 = hashlib.sha256(source).hexdigest(), results.code_sha256(source)
         date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         peers: dict = {}
         rows, failures = run_example(name, device, args.tiny, args.bench, args.passes, peers, tuple(args.no_graph))
@@ -496,9 +503,12 @@ def main(argv=None) -> int:
                 print(f"NOT WRITING {name}: its example changed during the run", flush=True)
             else:
                 _, source_dirty = git_state(EXAMPLES / f"{name}.py")  # False: git_commit holds this exact file
+                skipped = [s["name"] for s in load_example(name).BENCHMARKS if no_graph_timing(s, tuple(args.no_graph))]
+                how = (f"; no CUDA-graph timing for {skipped} (spec cudagraph_timing False or --no-graph: an autograd "
+                       "backward cannot be captured)" if skipped else "")
                 write_results(args.out / gpu_slug(meta["gpu"]), name, rows,
-                              {**meta, "date": date, "source_sha256": source_sha256, "peers": peers,
-                               "source_dirty": source_dirty})
+                              {**meta, "method": meta["method"] + how, "date": date, "source_sha256": source_sha256,
+                               "code_sha256": code_sha256, "peers": peers, "source_dirty": source_dirty})
         print(f"== {name}: {len(rows)} rows, {len(failures)} failures, {time.time() - t0:.0f} s", flush=True)
     print(f"== total: {len(names)} example(s), {time.time() - started:.0f} s", flush=True)
     for f in all_failures:

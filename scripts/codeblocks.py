@@ -134,4 +134,4 @@ class Block(pytest.Item):
         return excinfo.getrepr(style="short")
 
     def reportinfo(self):
-        return self.path, self.block.lineno, f"code block, {self.name}"
+        return self.path, self.block.lineno - 1, f"code block, {self.name}"  # pytest counts lines from 0

@@ -9,10 +9,10 @@ that time a kernel (``do_bench`` and ``cudagraph`` rows), are not host-bound in 
 and take at least ``--min-us`` (20 µs) in either run; for each, the report gives the ratio
 of times B / A (above 1: B slower) and lists those differing by more than ``--tolerance`` (5%).
 Host-bound, short and host wall-clock points are counted and listed apart, with their
-ratios, but not judged. Examples whose two runs measured different code (``source_sha256``)
-are left out and named. The exit code is 1 when a judged point differs or no point could
-be judged, 0 otherwise; a folder without result files is an error. The summary line is
-printed last, before the names of the examples left out.
+ratios, but not judged. Examples whose two runs measured different code (``code_sha256`` where
+both runs recorded it, else ``source_sha256``) are left out and named. The exit code is 1
+when a judged point differs or no point could be judged, 0 otherwise; a folder without result
+files is an error. The summary line is printed last, before the names of the examples left out.
 """
 
 from __future__ import annotations
@@ -163,8 +163,11 @@ def compare_folders(run_a: Path, run_b: Path, tolerance: float = 0.05,
     """(comparison, examples left out because the runs measured different code, meta A, meta B)."""
     rows_a, meta_a = read_run(run_a)
     rows_b, meta_b = read_run(run_b)
-    other_code = sorted(ex for ex in set(meta_a) & set(meta_b)
-                        if meta_a[ex].get("source_sha256") != meta_b[ex].get("source_sha256"))
+    def same_code(a: dict, b: dict) -> bool:  # titles and targets are not code (results.measured_code)
+        key = "code_sha256" if a.get("code_sha256") and b.get("code_sha256") else "source_sha256"
+        return a.get(key) == b.get(key)
+
+    other_code = sorted(ex for ex in set(meta_a) & set(meta_b) if not same_code(meta_a[ex], meta_b[ex]))
     if other_code:  # two versions of an example are not a reproduction: leave them out, say so
         rows_a = {k: v for k, v in rows_a.items() if k[0] not in other_code}
         rows_b = {k: v for k, v in rows_b.items() if k[0] not in other_code}
@@ -236,7 +239,7 @@ def main(argv=None) -> int:
     text = report(c, args.run_a, args.run_b, meta_a, meta_b)
     if other_code:
         text += ("\n\nNot compared, because the two runs measured different versions of the example "
-                 f"(`source_sha256` differs): {', '.join(other_code)}.\n")
+                 f"(their `code_sha256`, or `source_sha256`, differs): {', '.join(other_code)}.\n")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)

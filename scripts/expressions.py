@@ -43,6 +43,7 @@ class Page:
     stale: dict = field(default_factory=dict)  # example -> results.Stale
     reproduction: tuple | None = None  # compare_runs.compare_folders(...), or None without a second run
     examples_table: Callable[[], str] = lambda: ""  # the hook builds the story map (it knows the nav)
+    example_order: list[str] | None = None  # the examples in reading order (the hook knows the nav)
 
     @property
     def up(self) -> str:
@@ -107,7 +108,7 @@ def _winners(page: Page, args: list[str]) -> str:
 
 
 BENCH: dict[str, Kind] = {
-    "targets": Kind(lambda p, args: targets.markdown_table(p.data, " ".join(args)), whole_site=True),
+    "targets": Kind(lambda p, args: targets.markdown_table(p.data, " ".join(args), p.example_order), whole_site=True),
     "summary": Kind(_no_args(lambda p: targets.summary_table(p.data)), whole_site=True),
     "plots": Kind(_no_args(all_plots), whole_site=True),
     "repeatability": Kind(_no_args(lambda p: results.repeatability_table(p.data)), whole_site=True),

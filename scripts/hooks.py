@@ -138,7 +138,8 @@ def on_config(config, **kwargs):
     docs_dir = Path(config["docs_dir"])
     pages = [docs_dir / page for page in nav_pages([item for item in nav if item is not section])]
     _BUILD["story_pages"] = [(page.relative_to(docs_dir).as_posix(), page) for page in pages]
-    for stem in reading_order(pages, list(sources)):
+    _BUILD["reading_order"] = reading_order(pages, list(sources))  # also the order of the speed targets
+    for stem in _BUILD["reading_order"]:
         target = f"examples/{stem}.ipynb"
         if target not in listed:
             entries.append({notebook_title(sources[stem]): target})
@@ -356,7 +357,7 @@ def stale_notice(stale: list[results.Stale]) -> str:
     return (
         '!!! warning "Results older than the code they measure"\n\n'
         "    Some numbers or plots on this page come from result files that do not match the\n"
-        "    current example (their `source_sha256` differs or is missing):\n\n"
+        "    current example's measured code:\n\n"
         f"{items}\n\n"
         f"    They are re-measured on the GPU with `python -m scripts.bench {rerun}`.\n"
     )
@@ -403,7 +404,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     stale = _BUILD["stale"] if "stale" in _BUILD else results.stale_results(data, EXAMPLES)
     reproduction = _BUILD["reproduction"] if "reproduction" in _BUILD else load_reproduction()
     path = page.file.src_path
-    ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(path, data))
+    ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(path, data),
+                           _BUILD.get("reading_order"))
     benches = expressions.quoted_benches(markdown)
     old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""

@@ -3,24 +3,31 @@
 Layout (written by ``scripts/bench.py`` on a CUDA machine)::
 
     benchmarks/results/<gpu>/<example>.csv        one row per (bench, x, provider, timing)
-    benchmarks/results/<gpu>/<example>.meta.json  GPU, versions, date, method, ceilings, peers and
+    benchmarks/results/<gpu>/<example>.meta.json  GPU, versions, date, method, ceilings, peers,
                                                   the sha256 of the example file that run measured
+                                                  (source_sha256) and of its measured code
+                                                  (code_sha256, see ``code_sha256``)
 
-Titles, axis names, metrics, ceilings and whether a plot shows the CUDA-graph series come
-from the examples' ``BENCHMARKS`` at build time (``example_specs``), not from the result
-files, so fixing a title needs no GPU run. Result files written before that carry a copy
-of the spec in their metadata: it is used only for a bench no example declares any more.
+Titles, axis names, metrics, ceilings, speed targets and whether a plot shows the CUDA-graph
+series come from the examples' ``BENCHMARKS`` at build time (``example_specs``), not from the
+result files, so fixing a title or a target needs no GPU run: those spec entries are not part
+of the measured code, and a result is stale only when its measured code changed
+(``stale_results``). Result files written before that carry a copy of the spec in their
+metadata: it is used only for a bench no example declares any more.
 
 Pages quote results with ``{{ bench ... }}`` expressions (see ``render_expression``);
 the MkDocs hook renders them at build time, and a missing result fails the build.
 
 ``python -m scripts.results --stale`` lists the result files whose example changed since
 they were measured (or that predate provenance records); ``--strict`` makes that fail.
+``python -m scripts.results --backfill-code-hash`` adds ``code_sha256`` to result files written
+before the runner recorded it, from the version of the example in git whose sha256 they recorded.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import hashlib
 import json
@@ -46,7 +53,8 @@ CEILING_KEYS = {"copy": "copy_gbps", "fp16": "cublas_fp16_tflops", "bf16": "cubl
 # host_wall: wall clock on the host; cuda_events: CUDA events around each call, L2 warm;
 # profiler: the kernel's duration as torch.profiler (CUPTI) records it.
 TIMINGS = ("do_bench", "cudagraph", "host_wall", "cuda_events", "profiler")
-SPEC_KEYS = ("name", "title", "x_name", "metric", "ceiling", "providers", "cudagraph")
+SPEC_KEYS = ("name", "title", "x_name", "x_vals", "metric", "ceiling", "providers", "cudagraph", "cudagraph_timing",
+             "targets")
 
 # A do_bench point is host-bound when its time exceeds the CUDA-graph time of the same point by
 # more than HOST_BOUND_RATIO and it is shorter than HOST_BOUND_MAX_MS. Chosen from the H200 files
@@ -95,6 +103,87 @@ def graph_times(rows) -> dict[tuple, float]:
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+# --- the measured code ---------------------------------------------------------------------------
+
+# Entries of a bench spec that change nothing a GPU run measures: how its results are titled and
+# judged. ``code_sha256`` leaves them out, so editing them leaves the results current.
+PRESENTATION_KEYS = ("title", "targets")
+# Entries whose effect the result rows themselves show: also left out of ``code_sha256``;
+# ``stale_results`` compares them with the rows instead ("cudagraph_timing": False: no CUDA-graph rows).
+ROW_CHECKED_KEYS = ("cudagraph_timing",)
+UNHASHED_KEYS = PRESENTATION_KEYS + ROW_CHECKED_KEYS
+# A bench spec, for the hash: a dict display (``{...}`` in the source) with these string keys.
+SPEC_MARKERS = ("name", "x_name")
+
+
+def _entry_span(source: bytes, start: int, end: int) -> tuple[int, int]:
+    """The bytes to cut for one ``key: value`` entry at source[start:end]: with its comma, and
+    the whole line(s) (indentation, a trailing comment, the newline) when nothing else is on them,
+    so that adding or removing an entry on lines of its own leaves the rest byte-identical."""
+    def skip_blanks(i: int) -> int:
+        while source[i:i + 1] in (b" ", b"\t"):
+            i += 1
+        return i
+
+    end = skip_blanks(end)
+    if source[end:end + 1] == b",":
+        end = skip_blanks(end + 1)
+    line_start = max(source.rfind(b"\n", 0, start), source.rfind(b"\r", 0, start)) + 1
+    line_end = end
+    if source[line_end:line_end + 1] == b"#":
+        while source[line_end:line_end + 1] not in (b"\n", b"\r", b""):
+            line_end += 1
+    if source[line_start:start].strip() == b"" and source[line_end:line_end + 1] in (b"\n", b"\r", b""):
+        newline = b"\r\n" if source[line_end:line_end + 2] == b"\r\n" else source[line_end:line_end + 1]
+        return line_start, line_end + len(newline)
+    return start, end
+
+
+def measured_code(source: bytes | str) -> bytes:
+    """An example's source with the ``UNHASHED_KEYS`` entries of its bench specs cut out, as bytes.
+
+    Cut by text: ``ast`` only locates each entry (its key's start, its value's end), and those byte
+    ranges are removed from the source itself. Never hash ``ast.dump``/``ast.unparse``: the runner
+    (Python 3.12 on the GPU) and the site (3.11) must compute the same bytes. A bench spec is any
+    dict display holding the ``SPEC_MARKERS`` keys (a ``BENCHMARKS`` entry, a helper's return
+    value, a comprehension's element); write its presentation entries inside it, not in a
+    variable defined elsewhere (that text would count as measured code)."""
+    data = source.encode() if isinstance(source, str) else bytes(source)
+    tree = ast.parse(data)
+    line_starts = [0]
+    for line in data.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+    spans = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict):
+            continue
+        keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in node.keys]
+        if not set(SPEC_MARKERS) <= set(keys):
+            continue
+        for key, name, value in zip(node.keys, keys, node.values, strict=True):
+            if name in UNHASHED_KEYS:  # col offsets are UTF-8 byte offsets
+                spans.append(_entry_span(data, line_starts[key.lineno - 1] + key.col_offset,
+                                         line_starts[value.end_lineno - 1] + value.end_col_offset))
+    out, pos = [], 0
+    for start, end in sorted(spans):
+        if end <= pos:
+            continue  # inside a span already cut
+        out.append(data[pos:max(pos, start)])
+        pos = end
+    out.append(data[pos:])
+    return b"".join(out)
+
+
+def code_sha256(source: bytes | str) -> str:
+    """sha256 of ``measured_code(source)``: what a result's ``code_sha256`` records."""
+    return hashlib.sha256(measured_code(source)).hexdigest()
+
+
+def dump_meta(meta: dict) -> str:
+    """A result's .meta.json text, exactly as the runner writes it."""
+    return json.dumps(meta, indent=1) + "\n"
 
 
 # --- loading -------------------------------------------------------------------------------------
@@ -198,23 +287,25 @@ for name in json.loads(sys.argv[2]):
     spec = importlib.util.spec_from_file_location(name, os.path.join(sys.argv[1], name + ".py"))
     mod = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    for spec in list(getattr(mod, "BENCHMARKS", [])) + list(getattr(mod, "EXTRA_BENCHMARKS", [])):
-        out[spec["name"]] = {**{k: spec.get(k) for k in keys}, "example": name}
+    specs = list(getattr(mod, "BENCHMARKS", [])) + list(getattr(mod, "EXTRA_BENCHMARKS", []))
+    for position, spec in enumerate(specs):
+        out[spec["name"]] = {**{k: spec.get(k) for k in keys}, "example": name, "position": position}
 print("SPECS " + json.dumps(out))
 """
 
 
 def example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | None = None) -> dict[str, dict]:
-    """bench -> spec (title, x_name, metric, ceiling, providers, cudagraph, example), read from the
-    examples themselves in a child process (importing torch stays out of the caller). Cached in
-    ``cache_dir`` on the sha256 of the example files: an unchanged example costs nothing."""
+    """bench -> spec (the ``SPEC_KEYS``, plus its example and its position among that example's
+    specs), read from the examples themselves in a child process (importing torch stays out of the
+    caller). Cached in ``cache_dir`` on the sha256 of the example files: an unchanged example costs
+    nothing."""
     files = sorted(p for p in Path(examples_dir).glob("*.py") if not p.name.startswith("_"))
     if not files:
         return {}
     key = hashlib.sha256()
     for p in files:
         key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    key.update(json.dumps(SPEC_KEYS).encode())
+    key.update(json.dumps(SPEC_KEYS).encode() + _SPEC_READER.encode())
     cached = Path(cache_dir) / f"specs-{key.hexdigest()[:20]}.json" if cache_dir else None
     if cached is not None and cached.exists():
         return json.loads(cached.read_text())
@@ -245,25 +336,113 @@ class Stale:
     reason: str
 
 
+def _graph_timing_mismatch(data: Results, example: str) -> str | None:
+    """Why the example's result rows disagree with its specs' ``cudagraph_timing`` (None: they agree).
+    A bench timed on the device (every spec of ``BENCHMARKS``, metric not "us") has CUDA-graph rows
+    unless its spec sets ``"cudagraph_timing": False``. Only specs read from the example count."""
+    for bench, spec in sorted(data.specs.items(), key=lambda item: (item[1].get("position", 0), item[0])):
+        if spec.get("example") != example or spec.get("x_vals") is None or spec.get("metric") == "us":
+            continue
+        timings = {r["timing"] for r in data.rows if r["bench"] == bench and r["example"] == example}
+        if not timings:
+            continue
+        if spec.get("cudagraph_timing") is False and "cudagraph" in timings:
+            return f"the spec of {bench} now sets cudagraph_timing False; its run took CUDA-graph times"
+        if spec.get("cudagraph_timing") is not False and "cudagraph" not in timings:
+            return f"its run took no CUDA-graph times of {bench}, whose spec does not set cudagraph_timing False"
+    return None
+
+
 def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR) -> dict[str, Stale]:
-    """example -> why its results do not match the example file as it is now."""
+    """example -> why its results do not match the example file as it is now: its measured code
+    (``code_sha256``; the whole file's sha256 for a result that predates it) or, for specs read from
+    the example, its ``cudagraph_timing`` against the rows."""
     out = {}
     examples = sorted({r["example"] for r in data.rows} | set(data.meta))
     for example in examples:
         meta = data.meta.get(example, {})
         src = Path(examples_dir) / f"{example}.py"
-        recorded = meta.get("source_sha256")
+        recorded, recorded_code = meta.get("source_sha256"), meta.get("code_sha256")
+        reason = None
         if not src.exists():
             reason = f"examples/{example}.py no longer exists"
+        elif recorded_code:
+            try:
+                current = code_sha256(src.read_bytes())
+            except SyntaxError as err:
+                current = f"unparsable ({err.msg}, line {err.lineno})"
+            if recorded_code != current:
+                reason = (f"the measured code of examples/{example}.py changed since it was measured "
+                          f"(code_sha256 {recorded_code[:12]}…)")
         elif not recorded:
             reason = f"measured before result files recorded the sha256 of examples/{example}.py"
         elif recorded != sha256_of(src):
             reason = f"examples/{example}.py changed since it was measured (sha256 {recorded[:12]}…)"
-        else:
+        reason = reason or _graph_timing_mismatch(data, example)
+        if reason is None:
             continue
         date = str(meta["date"])[:10] if meta.get("date") else "unknown date"
         out[example] = Stale(example, data.csv_path(example), date, reason)
     return out
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=60, check=True)
+
+
+def backfill_code_hash(folder: Path, examples_dir: Path = EXAMPLES_DIR, repo: Path = ROOT) -> list[str]:
+    """Add ``code_sha256`` to each ``<example>.meta.json`` in ``folder`` that lacks it, computed from
+    the version of ``examples/<example>.py`` in git (any commit of any branch) whose sha256 is the
+    ``source_sha256`` the run recorded, plus ``code_sha256_from`` saying so. A meta with no such
+    version is left as it is and reported: the code hash is never guessed. The file is rewritten
+    as the runner writes it (``dump_meta``), the two fields after ``source_sha256``. Returns one line
+    per meta file."""
+    report = []
+    versions: dict[str, dict[str, tuple[str, bytes]]] = {}  # example -> sha256 -> (commit, bytes)
+    for path in sorted(Path(folder).glob("*.meta.json")):
+        example = path.name.removesuffix(".meta.json")
+        text = path.read_text()
+        meta = json.loads(text)
+        shown = path.relative_to(repo).as_posix() if path.is_relative_to(repo) else path.as_posix()
+        if meta.get("code_sha256"):
+            report.append(f"has      {shown}: code_sha256 recorded")
+            continue
+        recorded = meta.get("source_sha256")
+        if not recorded:
+            report.append(f"NO MATCH {shown}: no source_sha256 recorded")
+            continue
+        if dump_meta(meta) != text:
+            report.append(f"SKIPPED  {shown}: not in the runner's JSON layout; not rewritten")
+            continue
+        rel = f"{Path(examples_dir).relative_to(repo).as_posix()}/{example}.py"
+        if example not in versions:
+            found = versions[example] = {}
+            for commit in _git(repo, "log", "--all", "--format=%H", "--", rel).stdout.decode().split():
+                try:
+                    blob = _git(repo, "show", f"{commit}:{rel}").stdout
+                except subprocess.CalledProcessError:
+                    continue  # deleted in that commit
+                found.setdefault(hashlib.sha256(blob).hexdigest(), (commit, blob))
+        match = versions[example].get(recorded)
+        if match is None:
+            report.append(f"NO MATCH {shown}: no version of {rel} in git has the recorded sha256 {recorded[:12]}…")
+            continue
+        commit, blob = match
+        try:
+            code = code_sha256(blob)
+        except SyntaxError as err:
+            report.append(f"NO MATCH {shown}: {rel} as of {commit[:10]} does not parse ({err.msg})")
+            continue
+        out = {}
+        for key, value in meta.items():
+            out[key] = value
+            if key == "source_sha256":
+                out["code_sha256"] = code
+                out["code_sha256_from"] = (f"backfilled: computed from {rel} as of commit {commit}, "
+                                           "the version whose sha256 this run recorded")
+        path.write_text(dump_meta(out))
+        report.append(f"matched  {shown}: {rel} as of {commit[:10]}")
+    return report
 
 
 # --- page expressions ------------------------------------------------------------------------------
@@ -427,10 +606,22 @@ def main(argv=None) -> int:
     parser.add_argument("--strict", action="store_true", help="with --stale: exit 1 when any is stale")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (holds <gpu>/)")
     parser.add_argument("--gpu", default=GPU_DIR)
+    parser.add_argument("--backfill-code-hash", nargs="*", type=Path, metavar="FOLDER",
+                        help="add code_sha256 to the .meta.json files lacking it, from the example version in git "
+                             "whose sha256 they recorded (default folders: benchmarks/results/<gpu> and "
+                             "benchmarks/reproduction/<gpu>)")
     args = parser.parse_args(argv)
+    if args.backfill_code_hash is not None:
+        folders = args.backfill_code_hash or [RESULTS_DIR / args.gpu, ROOT / "benchmarks" / "reproduction" / args.gpu]
+        report = [line for folder in folders for line in backfill_code_hash(folder)]
+        print("\n".join(report))
+        unmatched = sum(1 for line in report if not line.startswith(("matched", "has")))
+        print(f"{len(report) - unmatched} of {len(report)} result files have code_sha256")
+        return 1 if unmatched else 0
     if not args.stale:
-        parser.error("nothing to do (use --stale)")
-    data = load(args.results, args.gpu)
+        parser.error("nothing to do (use --stale or --backfill-code-hash)")
+    # the specs as the examples declare them now (their cudagraph_timing is checked against the rows)
+    data = load(args.results, args.gpu, specs=example_specs(EXAMPLES_DIR, cache_dir=ROOT / ".cache" / "site" / "specs"))
     stale = stale_results(data)
     for s in stale.values():
         print(f"STALE {s.csv} (measured {s.date}): {s.reason}")

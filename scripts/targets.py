@@ -1,8 +1,22 @@
 """The speed targets of the site, judged from the committed result files.
 
-Each target compares numbers measured in the same run (a kernel against the
-ceiling or the peer measured beside it). ``evaluate`` returns one row per
-checked point; a point with no data is reported as "not measured", never as met.
+A target lives with the benchmark it judges: a spec in an example's ``BENCHMARKS`` may hold
+``"targets"``, a list of dicts (``TARGET_KEYS`` below). ``evaluate`` checks each at each of its
+points against numbers measured in the same run (a kernel against the ceiling or the peers
+measured beside it) and returns one row per checked point; a point with no data is reported as
+"not measured", never as met. Titles and targets are not part of an example's measured code
+(``results.code_sha256``): editing a target needs no GPU run.
+
+One target, on the spec of ``softmax_fp32``::
+
+    {"kind": "peers", "label": "softmax fp32 ≥ faster of torch, torch.compile", "min": 1.0,
+     "peers": ["torch", "torch.compile"], "at": [512, 781, 1024]}
+
+Rows come in the order of the examples (the site's reading order where the caller gives it, else
+by name), of the specs in each example and, within a spec, of the benches its targets judge (in
+the order the targets first name them); for one bench (or pool), x by x in its ``x_vals`` order,
+and at one x the targets in the order they are listed. So a spec listing a copy target and a peer
+target over the same sizes gets the two rows of each size together.
 """
 
 from __future__ import annotations
@@ -10,6 +24,35 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scripts import results
+
+KINDS = ("ceiling", "peers", "best_of")
+# key -> (the kinds that take it, what it means). Keys every kind needs: kind, label, min.
+TARGET_KEYS = {
+    "kind": (KINDS, '"ceiling": the provider\'s metric / the bench\'s ceiling measured in the same run '
+                    '(unit "% of ceiling"); "peers": the provider\'s metric / the fastest of `peers` at the same '
+                    'point ("x"); "best_of": the best of our providers (names starting with "triton") in each '
+                    'of `benches`, over `peer` in its own bench ("x"; the row names the winner)'),
+    "label": (KINDS, "the target in words, as the table shows it"),
+    "min": (KINDS, "the threshold: a fraction of the ceiling (0.95) or a ratio (1.0)"),
+    "at": (KINDS, "the x values judged (default: every x of the bench judged); each must be one of the x_vals "
+                  "of every bench judged"),
+    "point": (KINDS, 'how a point reads: str.format with {x}, {x_name}, {x_log2} (default "{x_name} = {x}")'),
+    "timing": (KINDS, '"do_bench" or "cudagraph"; default: do_bench for "ceiling"; for "peers" and "best_of" '
+                      "do_bench, or the CUDA graph where one of the do_bench points compared is host-bound "
+                      "(judged_timing; the row says so)"),
+    "bench": (("ceiling", "peers"), "the bench judged (default: the spec's own)"),
+    "benches": (("best_of",), "the benches pooled (default: the spec's own); they may live in other examples"),
+    "provider": (("ceiling", "peers"), 'our provider (default "triton")'),
+    "peers": (("peers",), "the providers to beat: the fastest of them at each point counts"),
+    "peer": (("best_of",), "the provider each bench's triton providers are divided by"),
+    "pending": (("ceiling", "peers"), "why `bench` names a bench no example declares yet: its rows stay in the "
+                                      "table as not measured (an error once the bench exists)"),
+    "kernel_alone": (("ceiling", "peers"), "true: the row also gives the same figure with CUDA-graph timing "
+                                           "(the kernel alone), unless it has a note already"),
+    "detail": (KINDS, "a fixed note under the measured value, where no other note applies"),
+}
+TIMINGS = ("do_bench", "cudagraph")
+DEFAULT_POINT = "{x_name} = {x}"
 
 
 @dataclass
@@ -119,99 +162,173 @@ def _best_ratio(data, benches, x, peer, timing=None) -> tuple[float | None, str,
     return best, who, spread
 
 
-SOFTMAX_N = [512, 781, 1024, 2048, 3000, 4096, 8192, 16384, 32768]
-SOFTMAX_LONG_N = [65536, 262144]
-MATMUL_S = [1024, 2048, 4096, 8192]
-RAGGED = "4000x3000x2000"
-LINEAR_GELU = ["4096x4096x4096", "8192x8192x2048"]
-LAYER_NORM_N = [1024, 2048, 4096, 8192, 16384]
-ATTENTION_SEQ = [1024, 4096, 16384]
-SDPA = ["sdpa", "sdpa-flash", "sdpa-cudnn"]  # torch's default choice and each backend forced
+# --- the targets the specs declare ------------------------------------------------------------------
+
+class TargetError(results.ResultError):
+    """A target that cannot be judged as written (the message names the example and the bench)."""
 
 
-def evaluate(data: results.Results) -> list[Check]:
-    checks: list[Check] = []
-    # Vector add: a pure stream, n >= 2^24.
-    def of_ceiling(target: str, point: str, bench: str, x, threshold: float, timing: str = "do_bench") -> Check:
-        # Against a copy ceiling timed with do_bench: a host-bound point is reported, not re-timed.
-        row = _row(data, bench, x, "triton", timing)
+@dataclass(frozen=True)
+class Target:
+    example: str
+    spec: str  # the spec that declares it
+    kind: str
+    label: str
+    min: float
+    xs: tuple  # the points judged, in the order of the judged bench's x_vals
+    point: str  # str.format template of a point
+    x_name: str
+    benches: tuple[str, ...]  # the bench judged ("ceiling", "peers") or pooled ("best_of")
+    timing: str | None = None
+    provider: str = "triton"
+    peers: tuple[str, ...] = ()
+    kernel_alone: bool = False
+    detail: str = ""
+
+    @property
+    def unit(self) -> str:
+        return "% of ceiling" if self.kind == "ceiling" else "x"
+
+    def point_of(self, x) -> str:
+        log2 = x.bit_length() - 1 if isinstance(x, int) and x > 0 and x & (x - 1) == 0 else None
+        if log2 is None and "x_log2" in self.point:
+            raise ValueError(f"x_log2 of {x!r}, which is not a power of two")
+        return self.point.format(x=x, x_name=self.x_name, x_log2=log2)
+
+
+def _declared_benches(specs: dict[str, dict]) -> dict[str, dict]:
+    """bench -> spec, for the benches an example's BENCHMARKS declares (runner-timed: they have x_vals)."""
+    return {name: spec for name, spec in specs.items() if spec.get("x_vals") is not None}
+
+
+def _target(spec_name: str, spec: dict, index: int, raw, benches: dict[str, dict]) -> Target:
+    """One validated target of one spec; a TargetError naming the example and the bench otherwise."""
+    where = f"examples/{spec.get('example', '?')}.py, bench {spec_name}: target {index + 1}"
+    if not isinstance(raw, dict):
+        raise TargetError(f"{where}: expected a dict, got {type(raw).__name__}")
+    label = raw.get("label")
+    where += f" ({label!r})" if label else ""
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise TargetError(f"{where}: unknown kind {kind!r} (one of {', '.join(KINDS)})")
+    unknown = [k for k in raw if k not in TARGET_KEYS or kind not in TARGET_KEYS[k][0]]
+    if unknown:
+        raise TargetError(f"{where}: a {kind!r} target takes no {', '.join(map(repr, unknown))}")
+    if not isinstance(label, str) or not label:
+        raise TargetError(f"{where}: needs a 'label'")
+    threshold = raw.get("min")
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0:
+        raise TargetError(f"{where}: 'min' must be a positive number, got {threshold!r}")
+    timing = raw.get("timing")
+    if timing is not None and timing not in TIMINGS:
+        raise TargetError(f"{where}: unknown timing {timing!r} (one of {', '.join(TIMINGS)})")
+    judged = raw.get("benches") if kind == "best_of" else [raw["bench"]] if "bench" in raw else None
+    judged = list(judged) if judged is not None else [spec_name]
+    if not judged or not all(isinstance(b, str) for b in judged):
+        raise TargetError(f"{where}: 'benches' must name at least one bench")
+    provider = raw.get("provider", "triton")
+    peers = raw.get("peers", [raw["peer"]] if "peer" in raw else [])
+    if kind != "ceiling" and (not peers or not all(isinstance(p, str) for p in peers)):
+        raise TargetError(f"{where}: needs {'peers' if kind == 'peers' else 'a peer'} to compare with")
+    pending = raw.get("pending")
+    if pending is not None:
+        if not isinstance(pending, str) or not pending or "bench" not in raw:
+            raise TargetError(f"{where}: 'pending' is the reason (a string) why 'bench' is not measured yet")
+        if judged[0] in benches:
+            raise TargetError(f"{where}: bench {judged[0]} exists now: drop 'pending' (or move the target to it)")
+    else:
+        for bench in judged:
+            if bench not in benches:
+                raise TargetError(f"{where}: unknown bench {bench!r} (no example declares it; a bench still to "
+                                  "be written is named with 'pending')")
+            offered = benches[bench].get("providers") or []
+            for name in ([provider] if kind != "best_of" else []) + list(peers):
+                if name not in offered:
+                    raise TargetError(f"{where}: bench {bench} has no provider {name!r} ({', '.join(offered)})")
+    # the points: the judged bench's x_vals (a pending bench: the declaring spec's), in that order
+    measured = [benches[b]["x_vals"] for b in judged] if pending is None else [spec.get("x_vals") or []]
+    at = raw.get("at", measured[0])
+    if not isinstance(at, list | tuple) or not at:
+        raise TargetError(f"{where}: 'at' must list the x values judged")
+    for x in at:
+        for bench, xs in zip(judged, measured, strict=False):
+            if str(x) not in {str(v) for v in xs}:
+                raise TargetError(f"{where}: x {x!r} is not among the x_vals of {bench} {list(xs)}")
+    wanted = {str(x) for x in at}
+    xs = tuple(x for x in measured[0] if str(x) in wanted)
+    x_name = (benches.get(judged[0]) or spec).get("x_name") or "x"
+    template = raw.get("point", DEFAULT_POINT)
+    out = Target(spec.get("example", "?"), spec_name, kind, label, float(threshold), xs, template, x_name,
+                 tuple(judged), timing, provider, tuple(peers), bool(raw.get("kernel_alone")), raw.get("detail", ""))
+    for x in xs:
+        try:
+            out.point_of(x)
+        except (KeyError, IndexError, ValueError) as err:
+            raise TargetError(f"{where}: 'point' {template!r}: {err} (fields: x, x_name, x_log2)") from None
+    return out
+
+
+def declared(specs: dict[str, dict], order: list[str] | None = None) -> list[tuple[Target, object]]:
+    """Every (target, x) the specs declare, validated, in table order (see the module's docstring):
+    ``order`` lists examples first to last (the others follow, by name)."""
+    benches = _declared_benches(specs)
+    rank = {name: i for i, name in enumerate(order or [])}
+    owners = sorted((name for name, spec in specs.items() if spec.get("targets")),
+                    key=lambda n: (rank.get(specs[n].get("example"), len(rank)), specs[n].get("example") or "",
+                                   specs[n].get("position", 0), n))
+    out = []
+    for name in owners:
+        spec = specs[name]
+        if not isinstance(spec["targets"], list):
+            raise TargetError(f"examples/{spec.get('example', '?')}.py, bench {name}: 'targets' must be a list")
+        groups: dict[tuple, list[Target]] = {}
+        for i, raw in enumerate(spec["targets"]):
+            target = _target(name, spec, i, raw, benches)
+            groups.setdefault(target.benches, []).append(target)
+        for group in groups.values():
+            xs = list(dict.fromkeys(x for t in group for x in t.xs))
+            order_of = {str(x): i for i, x in enumerate(benches.get(group[0].benches[0], spec).get("x_vals") or [])}
+            for x in sorted(xs, key=lambda x: order_of.get(str(x), len(order_of))):
+                out += [(t, x) for t in group if x in t.xs]
+    return out
+
+
+def _check(data: results.Results, t: Target, x) -> Check:
+    bench = t.benches[0]
+    if t.kind == "ceiling":
+        timing = t.timing or "do_bench"
+        row = _row(data, bench, x, t.provider, timing)
         detail = HOST_BOUND_NOTE if row is not None and row.get("host_bound") else ""
-        return Check(target, point, _fraction_of_ceiling(data, bench, x, "triton", timing), threshold,
-                     "% of ceiling", detail, _spread(data, [(bench, x, "triton", timing)]))
-
-    for n in (2**24, 2**26, 2**28):  # issue 11: "in kernel time"
-        check = of_ceiling("vector add fp32 ≥ 95% of copy (kernel time, CUDA graph)",
-                           f"n = 2^{n.bit_length() - 1}", "vector_add_fp32", n, 0.95, "cudagraph")
-        check.detail = check.detail or "the copy ceiling is timed with do_bench: a graph replay can pass it"
-        checks.append(check)
-    # Softmax over 2^26 elements.
-    for n in SOFTMAX_N:
-        checks.append(of_ceiling("softmax fp32 ≥ 95% of copy", f"N = {n}", "softmax_fp32", n, 0.95))
-        ratio, t, spread = _versus(data, "softmax_fp32", n, "triton", ["torch", "torch.compile"])
-        checks.append(Check("softmax fp32 ≥ faster of torch, torch.compile", f"N = {n}", ratio, 1.0, "x",
-                            GRAPH_NOTE if t == "cudagraph" else "", spread))
-    for n in SOFTMAX_LONG_N:
-        checks.append(of_ceiling("softmax fp32, long rows ≥ 80% of copy", f"N = {n}", "softmax_fp32", n, 0.80))
-    # Matmul: best of our variants against cuBLAS measured in the same run.
-    for dtype in ("fp16", "bf16"):
-        square = [f"matmul_{dtype}", f"matmul_persistent_{dtype}"]
-        for s in MATMUL_S:
-            if s == 1024:
-                ratio, who, spread = _best_ratio(data, square, s, "cublas", "cudagraph")
-                checks.append(Check(f"matmul {dtype} ≥ 0.9× cuBLAS (CUDA graph)", f"{s}³", ratio, 0.9, "x", who,
-                                    spread))
-            else:
-                ratio, who, spread = _best_ratio(data, square, s, "cublas")
-                checks.append(Check(f"matmul {dtype} ≥ 1.0× cuBLAS", f"{s}³", ratio, 1.0, "x", who, spread))
-        ragged = [f"matmul_ragged_{dtype}", f"matmul_persistent_ragged_{dtype}"]
-        ratio, who, spread = _best_ratio(data, ragged, RAGGED, "cublas")
-        checks.append(Check(f"matmul {dtype} ≥ 1.0× cuBLAS", RAGGED, ratio, 1.0, "x", who, spread))
-    # Fused linear + bias + GELU.
-    for dtype in ("fp16", "bf16"):  # no bf16 bench yet: those rows say "not measured"
-        for shape in LINEAR_GELU:
-            for peer, need in (("torch.compile", 1.1), ("torch", 1.3)):
-                ratio, t, spread = _versus(data, f"linear_gelu_{dtype}", shape, "triton", [peer])
-                name = "eager" if peer == "torch" else peer
-                checks.append(Check(f"linear + bias + GELU {dtype} ≥ {need}× {name}", shape, ratio, need, "x",
-                                    GRAPH_NOTE if t == "cudagraph" else "", spread))
-    # Layer norm over 2^26 elements: forward and backward against the copy ceiling and both peers.
-    for pass_, name in (("fwd", "forward"), ("bwd", "backward")):
-        for dtype in ("fp16", "bf16"):
-            bench = f"layer_norm_{pass_}_{dtype}"
-            for n in LAYER_NORM_N:
-                check = of_ceiling(f"layer norm {name} {dtype} ≥ 90% of copy", f"N = {n}", bench, n, 0.90)
-                kernel = _fraction_of_ceiling(data, bench, n, "triton", "cudagraph")
-                if kernel is not None and not check.detail:  # the kernel alone, beside the judged do_bench
-                    check.detail = f"kernel alone (CUDA graph): {100 * kernel:.1f}%"
-                checks.append(check)
-                ratio, t, spread = _versus(data, bench, n, "triton", ["torch", "torch.compile"])
-                graph, _, _ = _versus(data, bench, n, "triton", ["torch", "torch.compile"], "cudagraph")
-                detail = GRAPH_NOTE if t == "cudagraph" else (
-                    f"kernel alone (CUDA graph): {graph:.3f}×" if graph is not None else "")
-                checks.append(Check(f"layer norm {name} {dtype} ≥ faster of torch, torch.compile", f"N = {n}",
-                                    ratio, 1.0, "x", detail, spread))
-    # Attention, 16 heads, batch x seq = 16384: against the fastest SDPA backend measured beside it.
-    benches = [(f"attention_{p}_fp16_d128{c}", s) for p in ("fwd", "bwd") for c in ("", "_causal")
-               for s in ATTENTION_SEQ]
-    benches += [(f"attention_{p}_{d}{c}", 4096) for p in ("fwd", "bwd")
-                for d, c in (("fp16_d64", "_causal"), ("bf16_d128", "_causal"))]
-    for bench, seq in benches:
-        backward = "_bwd_" in bench
-        need = 0.8 if backward else 1.0
-        ratio, t, spread = _versus(data, bench, seq, "triton", SDPA)
-        label = bench.removeprefix("attention_").replace("_", " ")
-        checks.append(Check(f"attention {'backward' if backward else 'forward'} ≥ {need}× fastest SDPA backend",
-                            f"{label}, seq = {seq}", ratio, need, "x", GRAPH_NOTE if t == "cudagraph" else "",
-                            spread))
-    return checks
+        if not detail and t.kernel_alone:  # the kernel alone, beside the judged figure
+            kernel = _fraction_of_ceiling(data, bench, x, t.provider, "cudagraph")
+            detail = f"kernel alone (CUDA graph): {100 * kernel:.1f}%" if kernel is not None else ""
+        return Check(t.label, t.point_of(x), _fraction_of_ceiling(data, bench, x, t.provider, timing), t.min,
+                     t.unit, detail or t.detail, _spread(data, [(bench, x, t.provider, timing)]))
+    if t.kind == "peers":
+        ratio, used, spread = _versus(data, bench, x, t.provider, list(t.peers), t.timing)
+        detail = GRAPH_NOTE if t.timing is None and used == "cudagraph" else ""
+        if not detail and t.kernel_alone:
+            graph, _, _ = _versus(data, bench, x, t.provider, list(t.peers), "cudagraph")
+            detail = f"kernel alone (CUDA graph): {graph:.3f}×" if graph is not None else ""
+        return Check(t.label, t.point_of(x), ratio, t.min, t.unit, detail or t.detail, spread)
+    ratio, who, spread = _best_ratio(data, t.benches, x, t.peers[0], t.timing)
+    return Check(t.label, t.point_of(x), ratio, t.min, t.unit, who or t.detail, spread)
 
 
-def markdown_table(data: results.Results, prefix: str = "") -> str:
-    """The target table; `prefix` keeps the targets whose name starts with it (a kernel's page)."""
+def evaluate(data: results.Results, order: list[str] | None = None) -> list[Check]:
+    """One row per point of every target the specs in ``data`` declare (``declared``)."""
+    return [_check(data, t, x) for t, x in declared(data.specs, order)]
+
+
+def markdown_table(data: results.Results, prefix: str = "", order: list[str] | None = None) -> str:
+    """The target table; `prefix` keeps the targets whose name starts with it (a kernel's page);
+    ``order``: the examples in the order their targets are listed (the site's reading order)."""
     rows = ["| target | point | measured | status |", "| --- | --- | --- | --- |"]
-    checks = [c for c in evaluate(data) if c.target.startswith(prefix)]
+    every = evaluate(data, order)
+    checks = [c for c in every if c.target.startswith(prefix)]
     if not checks:
-        raise results.ResultError(f"no target starts with {prefix!r}")
+        raise results.ResultError(f"no target starts with {prefix!r}" + (
+            "" if every else " (no bench spec declares a target: were the examples' specs loaded?)"))
     for c in checks:
         note = f" <br><small>{c.detail}</small>" if c.detail else ""
         icon = {"met": "met", "missed": f"**missed** (needs {c.shown(c.threshold)})",

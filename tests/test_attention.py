@@ -181,10 +181,28 @@ def test_config_shapes_on_the_gpu_are_consistent():
         for dtype in ex.SUPPORTED_DTYPES:
             for pass_ in ex.PASSES:
                 cfg = ex._config(d, dtype, gpu, pass_)
+                assert ex._checked_config(cfg, pass_) == cfg  # the launcher's own checks pass
                 assert cfg["num_warps"] in (1, 2, 4, 8, 16) and cfg["num_stages"] >= 1
                 assert cfg["PRECISION"] == ("ieee" if dtype == torch.float32 else "tf32")
     with pytest.raises(ValueError, match="pass_ must be one of"):
         ex._config(64, torch.float16, gpu, "bwd")
+
+
+def meta_qkv(b, h, m, d=16):
+    return tuple(torch.empty(b, h, m, d, device="meta") for _ in range(3))  # shapes only, no memory
+
+
+@pytest.mark.parametrize("b, h", [(65536, 1), (1, 65536)])
+def test_more_than_65535_batches_or_heads_are_refused(b, h):
+    with pytest.raises(ValueError, match="q must have at most 65535 batches and heads"):
+        ex.attention_forward(*meta_qkv(b, h, 1))
+
+
+@pytest.mark.parametrize("b, h, m, words", [(2, 40000, 1, "batch x heads = 80000"),
+                                            (1, 65535, 32769, "batch x heads x seq_q = 2147516415")])
+def test_naive_refuses_grids_it_cannot_launch(b, h, m, words):
+    with pytest.raises(ValueError, match=words):
+        ex.attention_naive(*meta_qkv(b, h, m))
 
 
 def test_empty_sequences():

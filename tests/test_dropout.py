@@ -331,7 +331,8 @@ def test_bad_inputs_name_the_argument(i):
 
 @pytest.mark.parametrize("kwargs, name, err", [
     ({"p": 2.0}, "p", ValueError), ({"seed": -5}, "seed", ValueError), ({"seed": 0.5}, "seed", TypeError),
-    ({"start": -1}, "start", ValueError), ({"start": 1.0}, "start", TypeError)])
+    ({"start": -1}, "start", ValueError), ({"start": 1.0}, "start", TypeError),
+    ({"start": 2**63}, "start", ValueError), ({"start": 2**63 - 9}, "start", ValueError)])
 def test_mask_bad_inputs_name_the_argument(kwargs, name, err):
     args = {"p": 0.5, "seed": SEED, **kwargs}
     with pytest.raises(err, match=rf"^{name}\b"):
@@ -397,3 +398,27 @@ def test_output_matches_the_recorded_one():
     want = [-2.857421875, -2.4765625, -2.095703125, -1.71484375, -1.333984375, -0.95263671875, -0.57177734375,
             -0.191162109375, 0.0, 0.57177734375, 0.95263671875, 1.333984375, 1.71484375, 2.095703125, 2.4765625, 0.0]
     assert ex.dropout(x, 0.3, 99).tolist() == want
+
+
+def test_mask_reaches_the_last_int64_index():
+    # 10 elements from 2**63 - 10: the last index is 2**63 - 1, the largest an int64 counter holds
+    last = ex.dropout_mask(10, 0.5, SEED, start=2**63 - 10)
+    assert torch.equal(last[9:], ex.dropout_mask(1, 0.5, SEED, start=2**63 - 1))
+    assert torch.equal(last[:4], ex.dropout_mask(4, 0.5, SEED, start=2**63 - 10))
+
+
+def test_eager_calls_launch_directly_and_the_operator_through_wrap_triton(monkeypatch):
+    """wrap_triton costs ~10x a direct launch on the host (docs/kernels/layer-norm.md): eager dropout and its
+    backward never go through it; the triton_op does, so torch.compile can trace it."""
+    calls = []
+
+    def counting(kernel):
+        calls.append(kernel)
+        return kernel
+
+    monkeypatch.setattr(ex, "wrap_triton", counting)
+    x = data(33).requires_grad_()
+    ex.dropout(x, 0.5, SEED).backward(torch.ones(33, device=DEVICE))
+    assert calls == []
+    ex.dropout_op(x.detach(), 0.5, SEED)
+    assert calls == [ex.dropout_kernel]

@@ -293,6 +293,36 @@ def test_backward_launcher_checks_its_inputs():
             ex.layer_norm_bwd(dy, x, w, mean, rstd, num_groups=bad)
 
 
+def test_too_many_rows_are_refused_before_anything_is_allocated(monkeypatch):
+    x = torch.zeros(1, 1, device=DEVICE).expand(2**31, 1)  # 2**31 rows of one element, no memory
+    w = torch.ones(1, device=DEVICE)
+
+    def no_allocation(*args, **kwargs):
+        raise AssertionError(f"torch.empty{args} called before the refusal")
+
+    monkeypatch.setattr(torch, "empty", no_allocation)
+    with pytest.raises(ValueError, match="x has 2147483648 rows"):
+        ex.layer_norm_fwd(x, w, w)
+
+
+def test_eager_calls_launch_directly_and_the_operator_through_wrap_triton(monkeypatch):
+    """wrap_triton costs ~145 us of host time per eager launch against 15 us for a direct one
+    (benchmarks/logs/run18/probe_layer_norm_host.txt): the eager path must not use it."""
+    calls = []
+
+    def counting(kernel):
+        calls.append(kernel.__name__ if hasattr(kernel, "__name__") else kernel.fn.__name__)
+        return kernel
+
+    monkeypatch.setattr(ex, "wrap_triton", counting)
+    x, w, b = inputs((5, 33))
+    dy = torch.randn_like(x)
+    assert_grads(grads(x, w, b, dy), ref_grads(dy, x, w, b), **FP32)
+    assert calls == []
+    assert_grads(grads(x, w, b, dy, fn=ex.layer_norm_op), ref_grads(dy, x, w, b), **FP32)
+    assert calls == ["layer_norm_fwd_kernel", "layer_norm_bwd_kernel", "layer_norm_dwdb_kernel"]
+
+
 def test_launch_settings():
     assert [ex._num_warps(n) for n in (1, 1024, 2048, 4096, 8192, 16384, 32768)] == [4, 4, 4, 8, 8, 16, 32]
     # as many programs per SM as five fp32 row vectors each fit in 256 KB of registers (1 to 4); never more than rows
@@ -363,7 +393,8 @@ def test_torch_compile_fullgraph_on_gpu():
 @requires_gpu
 def test_more_than_2_31_elements_on_gpu():
     # 131075 rows of 16384 fp16: row * stride passes 2^31 in the last three rows. dy is zero except in the
-    # last rows, so dweight and dbias are those rows' sums and the reference needs only them. ~16 GB at peak.
+    # last rows, so dweight and dbias are those rows' sums and the reference needs only them. ~30 GB at peak
+    # (the second backward: one group per row, two 8.6 GB fp32 partial buffers).
     n = 16384
     m = 2**31 // n + 3
     x = y = dy = dx = None
@@ -390,6 +421,17 @@ def test_more_than_2_31_elements_on_gpu():
         want = ref_grads(dy[last], x[last], w, b)
         assert_grads((dx[last], dw, db), want, **tolerances(torch.float16))
         assert dx[: m - 5].count_nonzero() == 0  # dy = 0 gives dx = 0
+        # one group per row: the (m, n) fp32 partial buffers pass 2**31 elements from group 131072 on
+        dx = None
+        torch.cuda.empty_cache()
+        try:
+            _, dw_m, db_m = ex.layer_norm_bwd(dy, x, w, mean, rstd, num_groups=m)
+            torch.cuda.synchronize()
+        except torch.OutOfMemoryError:
+            pytest.skip("not enough GPU memory for two 2^31-element fp32 partial buffers")
+        for name, got, expected in (("dweight", dw_m, want[1]), ("dbias", db_m, want[2])):
+            torch.testing.assert_close(got, expected, **tolerances(torch.float16),
+                                       msg=lambda msg, n=name: f"{n}: {msg}")
     finally:
         del x, dy, dx
         torch.cuda.empty_cache()

@@ -190,6 +190,32 @@ def test_gpu_autotuned_matches_torch(shape, dtype):
         torch.testing.assert_close(out, ref, **tolerances(dtype), msg=lambda m, k=kernel, g=group_m: f"{k} {g}: {m}")
 
 
+def test_autotune_timer_waits_for_the_callers_stream(monkeypatch):
+    # do_bench_cudagraph's warm-up runs on a side stream that does not wait for the caller's: the timer
+    # must finish the caller's queued work first (note 3 of the autotuning step on the matmul page)
+    calls = []
+    monkeypatch.setattr(ex.torch.cuda, "synchronize", lambda *args, **kwargs: calls.append("synchronize"))
+    monkeypatch.setattr(ex.triton.testing, "do_bench_cudagraph",
+                        lambda fn, **kwargs: calls.append("do_bench_cudagraph") or [1.0, 1.0, 1.0])
+    ex.autotune_timer(lambda: None, (0.5, 0.2, 0.8))
+    assert calls == ["synchronize", "do_bench_cudagraph"]
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gpu_first_calls_while_the_stream_is_busy(dtype):
+    """A first call autotunes. With the caller's stream still busy, the reference computed just before it
+    (its temporaries freed, the kernels that read them still queued) and the new output can share memory:
+    the autotuner's side-stream warm-up must not write the output before that work is done (run20, run21)."""
+    busy = rand(8192, 8192, dtype=dtype)
+    for m in range(771, 787, 2):  # a new M each time, so each call autotunes; odd rows take descriptors
+        a, b = operands(m, 1000, 520, dtype)
+        for _ in range(10):
+            busy @ busy  # milliseconds of queued work on the caller's stream
+        ref = ex.matmul_torch(a, b)
+        torch.testing.assert_close(ex.matmul(a, b), ref, **tolerances(dtype), msg=lambda msg, m=m: f"M={m}: {msg}")
+
+
 @requires_gpu
 def test_gpu_fp32_within_tf32_tolerance():
     # fp32 tl.dot runs on tensor cores as tf32 on a GPU: compare with tf32 tolerances.

@@ -1176,3 +1176,128 @@ def test_attention(shape, dtype, layouts, values, causal, seed):
         # that rounding, relative to P @ |V|
         acc = accumulation_rtol(shape[2], dtype) if dtype == torch.float32 else torch.finfo(dtype).eps
         expect(r.out, ref, scale=scale, acc_rtol=acc, call=r.call)
+
+
+# --------------------------------------------------------------------------- gradients of the capstone kernels
+# The three differentiable launchers, backward through autograd on drawn shapes, layouts and dy layouts,
+# against torch's autograd in float64 (cast to the input dtype). Inputs the forward tests above show refused
+# are not drawn here: every call must succeed.
+
+def grad_call(module, fn: str, tensors: dict, args: str, dy: T) -> str:
+    """A one-line reproduction: build the inputs with requires_grad, call, backward, print the gradients."""
+    build = "; ".join(f"{k} = {v!r}.requires_grad_()" for k, v in tensors.items())
+    grads = ", ".join(f"{k}.grad" for k in tensors)
+    return (f"python -c \"import sys; sys.path[:0] = ['tests', 'examples']; import torch; from strategies import make; "
+            f"import {module.__name__}; {build}; {module.__name__}.{fn}({args}).backward({dy!r}); print({grads})\"")
+
+
+def float64_leaves(*tensors):
+    return tuple(t.detach().double().requires_grad_() for t in tensors)
+
+
+LN_GRAD_LAYOUTS = [lay for lay in LAYOUTS_2D if lay in ROW_MAJOR]  # the layouts layer_norm takes for x
+
+
+@budget()
+@given(shape=shapes_2d(max_cols=layer_norm.MAX_N), dtype=st.sampled_from(FLOAT_DTYPES),
+       layouts=st.tuples(st.sampled_from(LN_GRAD_LAYOUTS), L1, L2), eps=st.sampled_from([1e-5, 1e-3, 1.0]),
+       op=st.sampled_from(["layer_norm", "layer_norm_op"]), seed=SEEDS)
+@cover(shape=SMALL_2D, dtype=FLOAT_DTYPES, layouts=[(lay, LAYOUTS_1D[i % 4], LAYOUTS_2D[(i + 1) % 6])
+                                                    for i, lay in enumerate(LN_GRAD_LAYOUTS)],
+       eps=[1e-5, 1.0], op=["layer_norm", "layer_norm_op"], seed=[64])
+def test_layer_norm_gradients(shape, dtype, layouts, eps, op, seed):
+    """dx, dweight and dbias. The error of a sum is relative to the sum of its terms' magnitudes: dweight
+    and dbias sum over the M rows, dx's two row means over the N columns."""
+    x, w = T(shape, dtype, layouts[0], "normal", seed), T(shape[1:], dtype, layouts[1], "normal", seed + 1)
+    b, dy = T(shape[1:], dtype, "contiguous", "normal", seed + 2), T(shape, dtype, layouts[2], "normal", seed + 3)
+    call = grad_call(layer_norm, op, {"x": x, "w": w, "b": b}, f"x, w, b, {eps!r}", dy)
+    note(f"reproduce: {call}")
+    xt, wt, bt = (t.build().requires_grad_() for t in (x, w, b))
+    dyt = dy.build()
+    getattr(layer_norm, op)(xt, wt, bt, eps).backward(dyt)
+    x64, w64, b64 = float64_leaves(xt, wt, bt)
+    torch.nn.functional.layer_norm(x64, shape[1:], w64, b64, eps).backward(dyt.double())
+    with torch.no_grad():
+        xd, wd, dyd = x64.detach(), w64.detach(), dyt.double()
+        mean = xd.mean(-1, keepdim=True)
+        rstd = ((xd - mean).square().mean(-1, keepdim=True) + eps).rsqrt()
+        x_hat, g = ((xd - mean) * rstd).abs(), (dyd * wd).abs()
+        scale_dx = rstd * (g + x_hat * (g * x_hat).mean(-1, keepdim=True) + g.mean(-1, keepdim=True))
+        scales = (scale_dx, (dyd.abs() * x_hat).sum(0), dyd.abs().sum(0))
+    for got, want, scale, n_terms in zip((xt.grad, wt.grad, bt.grad), (x64.grad, w64.grad, b64.grad), scales,
+                                         (shape[1], shape[0], shape[0]), strict=True):
+        expect(got, want.to(dtype), scale=scale, acc_rtol=accumulation_rtol(n_terms, torch.float32, tf32=False),
+               call=call)
+
+
+@budget()
+@given(shape=shapes_any(), dtype=st.sampled_from([*FLOAT_DTYPES, torch.float64]), layouts=st.tuples(L2, L2),
+       dy_values=V, p=st.sampled_from([0.3, 0.0, 1.0, 0.9]), rng=st.sampled_from([7, 2**31 + 7, 2**63 - 1]),
+       op=st.sampled_from(["dropout", "dropout_op"]), seed=SEEDS)
+@cover(shape=[(1025,), (7, 33), (3, 1025), (1025, 3), *SMALL_2D[:5], (0,), (1,)],
+       dtype=[*FLOAT_DTYPES, torch.float64], layouts=layout_pairs(LAYOUTS_2D), dy_values=VALUES,
+       p=[0.3, 0.0, 1.0, 0.9], rng=[7, 2**31 + 7, 2**63 - 1], op=["dropout", "dropout_op"], seed=[65])
+def test_dropout_gradients(shape, dtype, layouts, dy_values, p, rng, op, seed):
+    """dx = dy where the forward kept x (times 1 / (1 - p)), 0 where it dropped it: the mask of x's
+    row-major index, regenerated, whatever the layouts of x and dy."""
+    x = T(shape, dtype, _layout_for(shape, layouts[0]), "normal", seed)
+    dy = T(shape, dtype, _layout_for(shape, layouts[1]), dy_values, seed + 1)
+    call = grad_call(dropout, op, {"x": x}, f"x, {p!r}, {rng!r}", dy)
+    note(f"reproduce: {call}")
+    xt, dyt = x.build().requires_grad_(), dy.build()
+    getattr(dropout, op)(xt, p, rng).backward(dyt)
+    expect(xt.grad, dropout.dropout_reference(dyt, dropout.dropout_mask(shape, p, rng), p), call=call)
+
+
+@st.composite
+def attention_grad_shapes(draw):
+    """(batch, heads, seq_q, seq_k, head_dim) the launcher takes; seq_k differs from seq_q when not causal."""
+    seq_q = draw(sizes(70))
+    seq_k = draw(st.one_of(st.just(seq_q), sizes(70, lo=1 if seq_q else 0)))
+    head_dim = draw(st.sampled_from([16, 32, 64, *([128] if ON_GPU else [])]))
+    return draw(st.integers(1, 2)), draw(st.integers(1, 2)), seq_q, seq_k, head_dim
+
+
+ROW_MAJOR_4D = st.sampled_from(ROW_MAJOR)
+
+
+@budget(0.5)
+@given(shape=attention_grad_shapes(), dtype=st.sampled_from(FLOAT_DTYPES),
+       layouts=st.tuples(ROW_MAJOR_4D, ROW_MAJOR_4D, ROW_MAJOR_4D, L2), causal=st.booleans(), seed=SEEDS)
+@cover(shape=[(2, 2, 17, 17, 16), (1, 2, 33, 20, 32), (1, 1, 1, 1, 64), (2, 1, 31, 31, 16), (1, 2, 64, 64, 32),
+              (1, 1, 5, 70, 16)],
+       dtype=FLOAT_DTYPES, layouts=[("contiguous",) * 3 + ("transposed",), ("padded", "offset", "expanded", "padded"),
+                                    ("offset", "row-offset", "padded", "expanded"),
+                                    ("expanded", "padded", "row-offset", "contiguous"),
+                                    ("row-offset", "expanded", "offset", "offset")],
+       causal=[False, True], seed=[66])
+def test_attention_gradients(shape, dtype, layouts, causal, seed):
+    """dq, dk, dv. The errors are relative to magnitudes (float64): dv = P^T dO to P^T |dO|; dS = P * (dP -
+    delta) to P * (|dO| |V|^T + rowsum(|dO| * P |V|)), and dq, dk to |dS| |K| and |dS|^T |Q|. fp16/bf16
+    round P and dS to the input dtype before their products (as FlashAttention does): 2 eps of the dtype."""
+    b, h, m, n, d = shape
+    causal = causal and m == n
+    q = T((b, h, m, d), dtype, layouts[0], "normal", seed)
+    k, v = (T((b, h, n, d), dtype, layouts[i], "normal", seed + i) for i in (1, 2))
+    do = T((b, h, m, d), dtype, layouts[3], "normal", seed + 3)
+    call = grad_call(attention, "attention", {"q": q, "k": k, "v": v}, f"q, k, v, {causal}", do)
+    note(f"reproduce: {call}")
+    qt, kt, vt = (t.build().requires_grad_() for t in (q, k, v))
+    dot = do.build()
+    attention.attention(qt, kt, vt, causal).backward(dot)
+    q64, k64, v64 = float64_leaves(qt, kt, vt)
+    attention.attention_torch(q64, k64, v64, causal).backward(dot.double())
+    with torch.no_grad():
+        qd, kd, vd, dod = q64.detach(), k64.detach(), v64.detach(), dot.double()
+        sm = 1 / math.sqrt(d)
+        s = qd @ kd.transpose(-1, -2) * sm
+        if causal:
+            s = s.masked_fill(torch.ones(m, n, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+        prob = torch.softmax(s, -1) if n else s
+        delta = (dod.abs() * (prob @ vd.abs())).sum(-1, keepdim=True)
+        ds = prob * (dod.abs() @ vd.abs().transpose(-1, -2) + delta)
+        scales = (sm * ds @ kd.abs(), sm * ds.transpose(-1, -2) @ qd.abs(), prob.transpose(-1, -2) @ dod.abs())
+    acc = (accumulation_rtol(max(m, n, d), dtype, tf32=False) if dtype == torch.float32
+           else 2 * torch.finfo(dtype).eps)
+    for got, want, scale in zip((qt.grad, kt.grad, vt.grad), (q64.grad, k64.grad, v64.grad), scales, strict=True):
+        expect(got, want.to(dtype), scale=scale.expand_as(want), acc_rtol=acc, call=call)

@@ -9,6 +9,7 @@ import csv
 import hashlib
 import importlib.util
 import json
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -55,6 +56,8 @@ def test_bench_specs_are_complete():
             assert not missing, f"{name}:{spec.get('name')}: missing {missing}"
             assert spec["metric"] in ("GB/s", "TFLOP/s", "us"), spec["metric"]
             assert spec.get("ceiling") in (None, "copy", "fp16", "bf16"), spec.get("ceiling")
+            assert spec.get("cudagraph_timing", True) in (True, False), f"{name}:{spec['name']}: cudagraph_timing"
+            assert isinstance(spec.get("targets", []), list), f"{name}:{spec['name']}: targets"
     names = [s["name"] for n in bench.example_names() for s in __import__(n).BENCHMARKS]
     assert len(names) == len(set(names)), "bench names must be unique across the site"
 
@@ -196,6 +199,26 @@ def test_runner_records_no_graph_time_for_an_uncapturable_call(monkeypatch):
     assert all(r["host_bound"] == "" for r in rows)  # unknown without a graph time
 
 
+def test_runner_never_captures_a_bench_whose_spec_says_cudagraph_timing_false(monkeypatch):
+    calls: list[str] = []
+    mod = _fake_example(calls)
+    mod.BENCHMARKS = [{**mod.BENCHMARKS[0], "cudagraph_timing": False}, {**mod.BENCHMARKS[0], "name": "fake_2"}]
+    del mod.measure_rows
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.compiler, "reset", lambda: None)
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)
+    monkeypatch.setattr(bench, "time_do_bench", lambda fn: (fn(), (0.01, 0.01, 0.01))[1])
+    captured = []
+    monkeypatch.setattr(bench, "time_graph", lambda fn: (captured.append(calls[-1] if fn() is not None else ""),
+                                                         (0.005,) * 3)[1])
+    rows, failures = bench.run_example(mod.__name__, torch.device("cpu"), tiny=False, passes=3)
+    assert failures == [] and len(captured) == 2 * 2 * 3  # fake_2 only: 2 x, 2 providers, 3 passes
+    assert {r["timing"] for r in rows if r["bench"] == "fake_gbps"} == {"do_bench"}
+    assert {r["timing"] for r in rows if r["bench"] == "fake_2"} == {"do_bench", "cudagraph"}
+    assert bench.no_graph_timing({"name": "x"}) is False and bench.no_graph_timing({"name": "x"}, ("x",)) is True
+
+
 # --- arithmetic ------------------------------------------------------------------------------------
 
 def test_spread_and_host_bound_arithmetic():
@@ -252,7 +275,8 @@ def write_synthetic(folder: Path) -> None:
     (folder / "ex.meta.json").write_text(json.dumps(META))
 
 
-def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None = "0" * 64, passes: int = 3) -> None:
+def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None = "0" * 64, passes: int = 3,
+                     **extra) -> None:
     """A result file as scripts/bench.py writes it now."""
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "nx.csv").open("w", newline="") as fh:
@@ -263,7 +287,7 @@ def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None =
                         "ms_p80": r["ms_p50"], "work": 1e6, **r})
     meta = {k: v for k, v in META.items() if k not in ("benchmarks", "method")}
     meta.update({"method": "new", "passes": passes, "source_sha256": source_sha256, "git_commit": "abc123",
-                 "git_dirty": False, "peers": {}})
+                 "git_dirty": False, "peers": {}, **extra})
     (folder / "nx.meta.json").write_text(json.dumps(meta))
 
 
@@ -408,6 +432,164 @@ def test_stale_detection(tmp_path, capsys):
     assert results.main(["--stale", "--strict", "--results", str(tmp_path / "res")]) == 1
 
 
+# --- the measured code (code_sha256) -----------------------------------------------------------------
+
+SAMPLE = """\
+import torch  # µ: a multi-byte character before the specs (ast's offsets are in bytes)
+
+
+def kernel(x):
+    return x + 1
+
+
+BENCHMARKS = [
+    {
+        "name": f"b_{dt}",
+        "title": f"Sample, {dt}, ≥ 2^{20}"
+                 f" (two lines)",
+        "x_name": "n",
+        "x_vals": [1024, 4096],
+        "providers": ["triton", "torch"],
+        "metric": "GB/s",
+        "ceiling": "copy",
+        "args": {"dtype": dt},
+        "targets": [  # a comment inside the entry
+            {"kind": "ceiling", "label": "≥ 90% of copy", "min": 0.9},
+        ],
+    }
+    for dt in ("fp16", "bf16")
+] + [{"name": "µ_inline", "title": "Inline µ", "x_name": "n", "x_vals": [1], "providers": ["triton"], "metric": "us"}]
+OTHER = {"name": "not a spec", "title": "kept: no x_name"}
+"""
+# measured_code(SAMPLE), and its sha256, pinned: the runner (Python 3.12) and the site (3.11) must agree
+SAMPLE_CUT = SAMPLE.replace(
+    '        "title": f"Sample, {dt}, ≥ 2^{20}"\n                 f" (two lines)",\n', "").replace(
+    '        "targets": [  # a comment inside the entry\n'
+    '            {"kind": "ceiling", "label": "≥ 90% of copy", "min": 0.9},\n        ],\n', "").replace(
+    '"title": "Inline µ", ', "")
+SAMPLE_SHA = "2ec242b5b5004f835d2e038b4673334bd708dabf7da325bfcd5fb3af17efd5f7"  # same under 3.11, 3.12 and 3.13
+
+
+def test_measured_code_cuts_titles_and_targets_by_text():
+    assert SAMPLE_CUT != SAMPLE and "kept: no x_name" in SAMPLE_CUT
+    assert results.measured_code(SAMPLE) == SAMPLE_CUT.encode()
+    assert results.measured_code(SAMPLE.encode()) == SAMPLE_CUT.encode()  # str or bytes, same cut
+    assert results.code_sha256(SAMPLE) == hashlib.sha256(SAMPLE_CUT.encode()).hexdigest()
+
+
+def test_code_sha256_is_pinned_on_a_sample():
+    # Deterministic across runs and Python versions: a different value here means results measured under
+    # another Python would all read as stale.
+    assert results.code_sha256(SAMPLE) == results.code_sha256(SAMPLE) == SAMPLE_SHA
+
+
+@pytest.mark.parametrize("old, new", [
+    ('"Sample, {dt}, ≥ 2^{20}"', '"Renamed, {dt}"'),  # a title
+    ('"min": 0.9}', '"min": 0.95, "at": [4096]}'),  # a target
+    ('        "targets": [  # a comment inside the entry\n            {"kind": "ceiling", "label": "≥ 90% of copy", '
+     '"min": 0.9},\n        ],\n', ""),  # the targets entry removed, lines and all
+    ('        "args": {"dtype": dt},\n', '        "args": {"dtype": dt},\n        "title": "a second title",\n'),
+    ('"title": "Inline µ", ', ""),  # an inline entry removed
+])
+def test_code_sha256_ignores_presentation_edits(old, new):
+    assert old in SAMPLE
+    assert results.code_sha256(SAMPLE.replace(old, new, 1)) == results.code_sha256(SAMPLE)
+
+
+@pytest.mark.parametrize("old, new", [
+    ('"x_vals": [1024, 4096]', '"x_vals": [1024, 8192]'),
+    ('"providers": ["triton", "torch"]', '"providers": ["triton", "torch", "torch.compile"]'),
+    ("return x + 1", "return x + 2"),  # the kernel
+    ('"args": {"dtype": dt}', '"args": {"dtype": dt, "rows": 7}'),
+    ('"metric": "GB/s"', '"metric": "TFLOP/s"'),
+    ('"ceiling": "copy"', '"ceiling": "fp16"'),
+    ('"x_name": "n",\n', '"x_name": "n",\n        "cudagraph": True,\n'),
+    ('"kept: no x_name"', '"changed: not a spec"'),  # "title" outside a bench spec is code
+])
+def test_code_sha256_changes_with_what_is_measured(old, new):
+    assert old in SAMPLE
+    assert results.code_sha256(SAMPLE.replace(old, new, 1)) != results.code_sha256(SAMPLE)
+
+
+def test_stale_detection_uses_the_measured_code(tmp_path):
+    ex_dir, sha = _examples_with(tmp_path, SAMPLE)
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)
+    meta_path = tmp_path / "res" / "h200" / "nx.meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "code_sha256": results.code_sha256(SAMPLE)}))
+    data = results.load(tmp_path / "res")
+    assert results.stale_results(data, ex_dir) == {}
+    (ex_dir / "nx.py").write_text(SAMPLE.replace("Sample,", "A new title,"))  # source_sha256 differs now
+    assert results.stale_results(data, ex_dir) == {}
+    (ex_dir / "nx.py").write_text(SAMPLE.replace("[1024, 4096]", "[1024, 8192]"))
+    (stale,) = results.stale_results(data, ex_dir).values()
+    assert "measured code of examples/nx.py changed" in stale.reason
+    meta_path.write_text(json.dumps(meta))  # no code_sha256: the whole file's sha256 decides
+    (ex_dir / "nx.py").write_text(SAMPLE.replace("Sample,", "A new title,"))
+    assert "examples/nx.py changed since" in results.stale_results(results.load(tmp_path / "res"), ex_dir)["nx"].reason
+
+
+def test_stale_detection_compares_cudagraph_timing_with_the_rows(tmp_path):
+    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)  # n_b has CUDA-graph rows
+    spec = {"example": "nx", "x_vals": [1, 2], "metric": "GB/s"}
+    for setting, stale in ((None, False), (True, False), (False, True)):
+        data = results.load(tmp_path / "res", specs={"n_b": {**spec, "cudagraph_timing": setting}})
+        assert ("nx" in results.stale_results(data, ex_dir)) is stale, setting
+    no_graph = [r for r in NEW_ROWS if r["timing"] != "cudagraph"]
+    write_new_format(tmp_path / "res" / "h200", no_graph, source_sha256=sha)
+    data = results.load(tmp_path / "res", specs={"n_b": {**spec, "cudagraph_timing": False}})
+    assert results.stale_results(data, ex_dir) == {}
+    data = results.load(tmp_path / "res", specs={"n_b": spec})
+    assert "took no CUDA-graph times of n_b" in results.stale_results(data, ex_dir)["nx"].reason
+
+
+def _git_repo(root: Path, versions: list[str]) -> list[str]:
+    """A git repository whose examples/nx.py went through ``versions``; their commits."""
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    (root / "examples").mkdir(parents=True)
+    git("init", "-q")
+    commits = []
+    for text in versions:
+        (root / "examples" / "nx.py").write_text(text)
+        git("add", "examples/nx.py")
+        git("commit", "-q", "-m", "v")
+        commits.append(git("rev-parse", "HEAD"))
+    return commits
+
+
+def test_backfill_takes_the_code_hash_from_the_version_the_run_measured(tmp_path):
+    pytest.importorskip("shutil").which("git") or pytest.skip("needs git")
+    old = SAMPLE.replace("return x + 1", "return x + 3")  # measured, then the kernel changed
+    commits = _git_repo(tmp_path, [old, SAMPLE])
+    folder = tmp_path / "res" / "h200"
+    write_new_format(folder, NEW_ROWS, source_sha256=hashlib.sha256(old.encode()).hexdigest())
+    meta = json.loads((folder / "nx.meta.json").read_text())
+    before = results.dump_meta(meta)
+    (folder / "nx.meta.json").write_text(before)
+    (folder / "other.meta.json").write_text(results.dump_meta({**meta, "source_sha256": "f" * 64}))
+    report = results.backfill_code_hash(folder, tmp_path / "examples", repo=tmp_path)
+    assert report[0].startswith("matched") and commits[0][:10] in report[0]
+    assert report[1].startswith("NO MATCH") and "ffffffffffff" in report[1]
+    after = (folder / "nx.meta.json").read_text()
+    written = json.loads(after)
+    assert written["code_sha256"] == results.code_sha256(old) != results.code_sha256(SAMPLE)
+    assert commits[0] in written["code_sha256_from"]
+    assert list(written)[list(written).index("source_sha256") + 1:][:2] == ["code_sha256", "code_sha256_from"]
+    added = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert len(added) == 2 and len(after.splitlines()) == len(before.splitlines()) + 2  # only the two fields
+    assert json.loads((folder / "other.meta.json").read_text()).get("code_sha256") is None  # never guessed
+    assert results.backfill_code_hash(folder, tmp_path / "examples", repo=tmp_path)[0].startswith("has")
+    data = results.load(tmp_path / "res")
+    (tmp_path / "examples" / "nx.py").write_text(old)
+    assert "nx" not in results.stale_results(data, tmp_path / "examples")
+    (tmp_path / "examples" / "nx.py").write_text(SAMPLE)  # the kernel that changed after the run
+    assert "measured code" in results.stale_results(data, tmp_path / "examples")["nx"].reason
+
+
 def _hooks():
     pytest.importorskip("mkdocs", reason="needs the site tools")
     spec = importlib.util.spec_from_file_location("site_hooks_r", ROOT / "scripts" / "hooks.py")
@@ -506,6 +688,12 @@ def test_compare_runs_leaves_out_examples_measured_at_other_code(tmp_path, capsy
     assert compare_runs.main([str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(out)]) == 1
     assert "not compared (different code): nx" in capsys.readouterr().out
     assert "measured different versions of the example" in out.read_text()
+    # the same measured code (only titles or targets differ): compared
+    write_new_format(tmp_path / "A" / "h200", rows, source_sha256="a" * 64, code_sha256="c" * 64)
+    write_new_format(tmp_path / "B" / "h200", rows, source_sha256="b" * 64, code_sha256="c" * 64)
+    assert compare_runs.compare_folders(tmp_path / "A", tmp_path / "B")[1] == []
+    write_new_format(tmp_path / "B" / "h200", rows, source_sha256="b" * 64, code_sha256="d" * 64)
+    assert compare_runs.compare_folders(tmp_path / "A", tmp_path / "B")[1] == ["nx"]
 
 
 def test_benchmarks_page_states_the_runner_settings():

@@ -265,6 +265,23 @@ def test_codeblocks_run_the_example_as_it_is(tmp_path):
     assert "1 passed" in result.stdout
 
 
+def test_codeblock_items_report_the_line_of_their_fence(tmp_path):
+    """item.location is 0-based (pytest adds 1 when it prints it): the first fence of the chain is line 3."""
+    run_codeblocks(tmp_path, (EXAMPLES / "vector_add.py").read_text())  # writes the scratch project
+    (tmp_path / "docs" / "page.md").write_text("# A page\n\n" + CHAIN)
+    script = ("import json, sys, pytest\n"
+              "class Record:\n"
+              "    def pytest_collection_modifyitems(self, items):\n"
+              "        print('LOCATIONS', json.dumps([list(i.location) for i in items]))\n"
+              "sys.exit(pytest.main(['--co', '-q', '-p', 'no:cacheprovider', '-p', 'no:codeblocks', '-p', "
+              "'scripts.codeblocks', '--codeblocks', 'docs/'], plugins=[Record()]))\n")
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if ln.startswith("LOCATIONS"))
+    assert __import__("json").loads(line.split(" ", 1)[1]) == [["docs/page.md", 2, "code block, line 3"]]
+
+
 def test_changing_the_kernel_body_changes_the_outcome(tmp_path):
     text = (EXAMPLES / "vector_add.py").read_text()
     body = "    tl.store(z_ptr + offsets, x + y, mask=mask)"

@@ -1,4 +1,5 @@
-"""(d) How the Benchmarks page judges its speed targets (scripts/targets.py), on made-up rows.
+"""(d) How the Benchmarks page judges its speed targets (declared in the examples' specs, judged by
+scripts/targets.py), on made-up rows.
 
 A target compares kernel time with kernel time: where a do_bench point involved is host-bound,
 the CUDA-graph times decide, and the table says so; a margin smaller than the passes' spread is
@@ -19,8 +20,13 @@ def _row(bench, x, provider, timing, ms, *, host_bound=False, spread=0.01):
             "work": work, "host_bound": host_bound if timing == "do_bench" else False, "spread": spread}
 
 
+def _specs():
+    """The targets as the examples declare them (the matmul ones are judged below)."""
+    return results.example_specs(ROOT / "examples", cache_dir=ROOT / ".cache" / "site" / "specs")
+
+
 def _data(rows):
-    return results.Results(rows=rows, meta={"ex": {}}, specs={})
+    return results.Results(rows=rows, meta={"ex": {}}, specs=_specs())
 
 
 def test_a_host_bound_point_is_judged_in_the_cuda_graph():
@@ -60,7 +66,7 @@ def test_a_margin_inside_the_spread_is_flagged_and_a_clear_one_is_not():
 
 def test_the_benchmarks_page_shows_the_judged_table():
     html = (SITE / "benchmarks" / "index.html").read_text()
-    data = results.load(specs=results.example_specs(ROOT / "examples", cache_dir=ROOT / ".cache" / "site" / "specs"))
+    data = results.load(specs=_specs())
     checks = targets.evaluate(data)
     for c in checks:
         if "CUDA graph: do_bench is host-bound" in c.detail:
