@@ -1,7 +1,7 @@
 # %% [markdown]
 # # Fused softmax: one row, many rows, rows too long for the chip
 #
-# `softmax(x)` over the last dimension of a 2-D tensor, in three steps, each one
+# `softmax(x)` over the last dimension of a 2-D tensor, in four steps, each one
 # a kernel you can launch on its own:
 #
 # 1. **one program per row**: the whole row is one tile, read once, written once;
@@ -10,7 +10,10 @@
 # 3. **online (streaming)**: a row too long for one tile is walked in chunks,
 #    keeping a running maximum and a rescaled running sum, then walked again to
 #    write the result, backwards, so that the second walk finds the most
-#    recently read chunks in L2.
+#    recently read chunks in L2;
+# 4. **split (GPU only)**: a long row is split into chunks that programs hold on
+#    chip at the same time; they exchange each chunk's max and sum through global
+#    memory and write the result without reading the row again.
 #
 # fp32, fp16 and bf16 in, the same dtype out, fp32 arithmetic inside. The
 # launcher `softmax(x)` picks the step from the row length.
@@ -183,6 +186,82 @@ def softmax_online_kernel(
 
 
 # %% [markdown]
+# ## Step 4: split a long row across programs
+#
+# The online kernel reads a long row twice. To read it once, the row is cut into
+# `BLOCK_N` chunks, one per program, and the programs of a row hold their chunks
+# in registers at the same time. Each computes its chunk's max and sum of
+# `exp(x - max)`, publishes both to a small buffer in global memory, and counts
+# itself in with an atomic add on its row's counter. Once the counter reaches the
+# number of chunks, every program reads the row's published pairs, combines them
+# into the row's max and sum (the same rescaling as the online step), and writes
+# its chunk from registers: x is read once and y written once.
+#
+# Waiting for other programs is only safe if they are running too, and CUDA does
+# not promise to start programs in any order. So a program does not take its
+# (row, chunk) from `tl.program_id`: it takes a ticket, an atomic counter it
+# increments first thing. Tickets go out in the order programs actually start,
+# so every row before the lowest unfinished one is done, and that row's chunks
+# hold the next tickets: they are running or get the next free slot. The one
+# condition is that the chunks of one row fit on the GPU at once; the launcher
+# refuses more chunks per row than SMs. A wait that still sees the counter short
+# after `max_spins` polls gives up and writes NaN: a broken assumption shows as a
+# wrong answer, never as a hung GPU.
+#
+# The interpreter runs programs one after another, so there a program waits for
+# chunks that start only after it has finished: the launcher runs this step on a
+# GPU only.
+
+
+# %%
+# --8<-- [start:split-kernel]
+@triton.jit
+def softmax_split_kernel(
+    x_ptr,  # pointer to the input, [M, N] with unit column stride
+    y_ptr,  # pointer to the output, same shape
+    stats_ptr,  # fp32 [M * n_chunks * 2]: each chunk's max and sum of exp, published
+    sync_ptr,  # int32 [M + 1], zeroed: chunks published per row, then the ticket counter
+    n_rows,  # M
+    n_cols,  # N
+    stride_xm,  # row stride of x, in elements
+    stride_ym,  # row stride of y, in elements
+    n_chunks,  # chunks per row, cdiv(N, BLOCK_N)
+    max_spins,  # polls of the row counter before giving up (the result is then NaN)
+    BLOCK_N: tl.constexpr,  # chunk length, a power of two
+    MAX_CHUNKS: tl.constexpr,  # a power of two >= n_chunks
+):
+    ticket = tl.atomic_add(sync_ptr + n_rows, 1)  # (1)!
+    row = ticket // n_chunks
+    chunk = ticket % n_chunks
+    offs = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = offs < n_cols
+    x = tl.load(x_ptr + tl.cast(row, tl.int64) * stride_xm + offs, mask=mask,
+                other=float("-inf")).to(tl.float32)
+    m = tl.max(x, axis=0)
+    m_safe = tl.where(m == float("-inf"), 0.0, m)  # a chunk of -inf has sum 0, not NaN
+    s = tl.sum(tl.exp(x - m_safe), axis=0)
+    row_stats = stats_ptr + tl.cast(row, tl.int64) * n_chunks * 2
+    tl.store(row_stats + chunk * 2, m)
+    tl.store(row_stats + chunk * 2 + 1, s)
+    tl.debug_barrier()  # (2)!
+    tl.atomic_add(sync_ptr + row, 1, sem="release")
+    done = tl.atomic_add(sync_ptr + row, 0, sem="acquire")  # (3)!
+    spins = 0
+    while (done < n_chunks) & (spins < max_spins):
+        done = tl.atomic_add(sync_ptr + row, 0, sem="acquire")
+        spins += 1
+    ks = tl.arange(0, MAX_CHUNKS)
+    ms = tl.load(row_stats + ks * 2, mask=ks < n_chunks, other=float("-inf"), volatile=True)
+    ss = tl.load(row_stats + ks * 2 + 1, mask=ks < n_chunks, other=0.0, volatile=True)
+    row_max = tl.max(ms, axis=0)
+    row_sum = tl.sum(tl.where(ks < n_chunks, ss * tl.exp(ms - row_max), 0.0), axis=0)  # (4)!
+    inv_sum = tl.where(done >= n_chunks, 1.0 / row_sum, float("nan"))  # (5)!
+    y = tl.exp(x - row_max) * inv_sum
+    tl.store(y_ptr + tl.cast(row, tl.int64) * stride_ym + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:split-kernel]
+
+
+# %% [markdown]
 # ## The launcher
 #
 # It validates the input, picks the step from the row length, and sizes the
@@ -193,11 +272,14 @@ def softmax_online_kernel(
 # %%
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-VARIANTS = ("row", "multirow", "online")
+VARIANTS = ("row", "multirow", "online")  # each runs on a GPU and in the interpreter
+GPU_VARIANTS = ("split",)  # programs wait for each other: a GPU only
 MAX_ROW_BLOCK = 32768  # longest row (a power of two) held in one tile
 MULTIROW_TILE = 4096  # elements per multirow tile: ROWS * BLOCK_N
 ONLINE_BLOCK = 16384  # chunk of the online kernel: 64 KB of fp32 per load
 ONLINE_PROGRAMS_PER_SM = 2  # persistent grid of the online kernel
+SPLIT_BLOCK = 8192  # chunk of the split kernel: 32 KB of fp32 per program
+SPLIT_MAX_SPINS = 2**24  # polls before a waiting program gives up: seconds, far past any real wait
 MAX_TILE = 2**20  # Triton's limit on the elements of one tile
 INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
 
@@ -237,29 +319,50 @@ def _check_launch(variant: str, n_rows: int, n_cols: int, block_n: int, rows: in
                          f"Triton's {MAX_TILE} (rows longer than that need 'online')")
     if variant == "row" and n_rows > INT32_MAX:
         raise ValueError(f"variant 'row' launches one program per row: at most 2**31 - 1 rows, got {n_rows}")
+    if variant == "split" and n_rows * triton.cdiv(n_cols, block_n) > INT32_MAX:
+        raise ValueError(f"variant 'split' launches one program per chunk: at most 2**31 - 1, got {n_rows} rows "
+                         f"x {triton.cdiv(n_cols, block_n)} chunks")
 
 
-def pick_variant(n_cols: int) -> str:
+def _split_chunks(n_cols: int, block_n: int, sm_count: int) -> int:
+    """Chunks per row of the split step; refused when they cannot all run at once (more than SMs)."""
+    n_chunks = triton.cdiv(n_cols, block_n)
+    if n_chunks > sm_count:
+        raise ValueError(f"variant 'split' needs all {n_chunks} chunks of a row (N = {n_cols}, block_n = {block_n}) "
+                         f"on the GPU at once, more than its {sm_count} SMs: use a larger block_n or 'online'")
+    return n_chunks
+
+
+def pick_variant(n_cols: int, sm_count: int | None = None) -> str:
+    """The step for rows of n_cols; sm_count is given on a GPU, where long rows whose
+    chunks all fit at once are split across programs."""
     block_n = triton.next_power_of_2(n_cols)
     if block_n <= 256:
         return "multirow"
     if block_n <= MAX_ROW_BLOCK:
         return "row"
+    if sm_count is not None and triton.cdiv(n_cols, SPLIT_BLOCK) <= sm_count:
+        return "split"
     return "online"
 
 
 def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tensor:
     """Softmax over the last dim of a 2-D tensor, computed in fp32.
 
-    variant: None picks from the row length; "row", "multirow" or "online"
-    forces a step. config overrides the launch settings (block_n, rows,
-    num_warps, num_stages, num_programs, reverse), for experiments and tests.
+    variant: None picks from the row length (and, on a GPU, the SM count);
+    "row", "multirow", "online" or "split" (GPU only) forces a step. config
+    overrides the launch settings (block_n, rows, num_warps, num_stages,
+    num_programs, reverse, max_spins), for experiments and tests.
     """
     _check_input(x)
+    on_gpu = x.device.type == "cuda"
     if variant is None:
-        variant = pick_variant(x.shape[1])
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS} or None, got {variant!r}")
+        variant = pick_variant(x.shape[1], _sm_count(x.device) if on_gpu else None)
+    if variant not in VARIANTS + GPU_VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS + GPU_VARIANTS} or None, got {variant!r}")
+    if variant in GPU_VARIANTS and not on_gpu:
+        raise ValueError(f"variant {variant!r} needs a GPU: its programs wait for each other, and the "
+                         "interpreter runs them one after another")
     n_rows, n_cols = x.shape
     y = torch.empty_like(x)
     if n_rows == 0:
@@ -289,6 +392,16 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         softmax_multirow_kernel[grid](
             x, y, n_rows, n_cols, x.stride(0), y.stride(0), ROWS=rows, BLOCK_N=block_n,
             num_warps=num_warps, num_stages=config.pop("num_stages", 3))
+    elif variant == "split":
+        block_n = block_n or min(SPLIT_BLOCK, triton.next_power_of_2(n_cols))
+        n_chunks = _split_chunks(n_cols, block_n, _sm_count(x.device))
+        _check_launch(variant, n_rows, n_cols, block_n, 1)
+        stats = torch.empty(n_rows * n_chunks * 2, device=x.device, dtype=torch.float32)
+        sync = torch.zeros(n_rows + 1, device=x.device, dtype=torch.int32)
+        softmax_split_kernel[(n_rows * n_chunks,)](
+            x, y, stats, sync, n_rows, n_cols, x.stride(0), y.stride(0), n_chunks,
+            config.pop("max_spins", SPLIT_MAX_SPINS), BLOCK_N=block_n,
+            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=config.pop("num_warps", _num_warps(block_n)))
     else:
         block_n = block_n or min(ONLINE_BLOCK, triton.next_power_of_2(n_cols))
         _check_launch(variant, n_rows, n_cols, block_n, 1)
@@ -318,12 +431,14 @@ def self_check(shapes=((1, 1), (7, 17), (33, 781), (5, 1025), (3, 3000))) -> Non
     for m, n in shapes:
         x = 30 * torch.randn(m, n, device=DEVICE)
         want = softmax_torch(x)
-        for variant in (None, *VARIANTS):
-            cfg = {"block_n": 256} if variant == "online" else {}
+        on_gpu = GPU_VARIANTS if DEVICE.type == "cuda" else ()  # split needs a GPU
+        for variant in (None, *VARIANTS, *on_gpu):
+            cfg = {"block_n": 256} if variant in ("online", "split") else {}
             torch.testing.assert_close(softmax(x, variant, **cfg), want, rtol=1e-5, atol=1e-6)
     wide = torch.randn(9, 2 * 1025, device=DEVICE)[:, 3:1028]  # rows 2050 apart
     torch.testing.assert_close(softmax(wide), softmax_torch(wide), rtol=1e-5, atol=1e-6)
-    print(f"softmax: row, multirow and online kernels match torch.softmax on {DEVICE.type} "
+    steps = "row, multirow, online and split" if DEVICE.type == "cuda" else "row, multirow and online"
+    print(f"softmax: {steps} kernels match torch.softmax on {DEVICE.type} "
           f"for shapes {[tuple(s) for s in shapes]} and a row-strided view")
 # --8<-- [end:check]
 

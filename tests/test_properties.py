@@ -293,19 +293,25 @@ def test_strides_row_sum_and_col_sum(shape, dtype, layout, values, blocks, seed)
 # --------------------------------------------------------------------------- softmax
 
 
+SOFTMAX_VARIANTS = [None, "row", "multirow", "online"] + (["split"] if ON_GPU else [])  # split: GPU only
+
+
 @budget()
 @given(shape=shapes_2d(), dtype=float_dtypes(), layout=L2, values=V,
-       variant=st.sampled_from([None, "row", "multirow", "online"]), block_n=st.sampled_from([None, 16, 256]),
-       seed=SEEDS)
+       variant=st.sampled_from(SOFTMAX_VARIANTS), block_n=st.sampled_from([None, 16, 256]), seed=SEEDS)
 @cover(shape=SMALL_2D, dtype=DTYPES, layout=LAYOUTS_2D, values=VALUES,
-       variant=[None, "row", "multirow", "online"], block_n=[None, 16, 256], seed=[10])
+       variant=SOFTMAX_VARIANTS, block_n=[None, 16, 256], seed=[10])
 def test_softmax(shape, dtype, layout, values, variant, block_n, seed):
     if variant in ("row", "multirow") and shape[1] > 16384:
         variant = "online"  # a forced one-tile variant on a very long row only measures the compiler
     x = T(shape, dtype, layout, values, seed)
-    config = {"block_n": block_n} if variant == "online" and block_n else {}
+    config = {"block_n": block_n} if variant in ("online", "split") and block_n else {}
+    fits = True  # split refuses rows of more chunks than SMs
+    if variant == "split":
+        block = block_n or min(softmax.SPLIT_BLOCK, 1 << max(shape[1] - 1, 0).bit_length())
+        fits = -(-shape[1] // block) <= torch.cuda.get_device_properties(0).multi_processor_count
     r = launch(softmax, "softmax", x, variant, **config, names=["x", "variant", "block_n"],
-               must_accept=(row_major(x) or shape[1] == 1) and dtype in F3 and shape[1] >= 1)
+               must_accept=(row_major(x) or shape[1] == 1) and dtype in F3 and shape[1] >= 1 and fits)
     if r:
         expect(r.out, softmax.softmax_torch(r.inputs[0]), call=r.call)
 

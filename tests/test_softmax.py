@@ -1,7 +1,8 @@
 import pytest
 import softmax as ex
 import torch
-from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
+import triton
+from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
 
 # the online step is run with small chunks so that every shape spans several of them
 ONLINE_SMALL = {"block_n": 64}
@@ -160,6 +161,11 @@ def test_pick_variant():
     assert ex.pick_variant(1024) == "row"
     assert ex.pick_variant(ex.MAX_ROW_BLOCK) == "row"
     assert ex.pick_variant(ex.MAX_ROW_BLOCK + 1) == "online"
+    # on a GPU (an SM count given), long rows are split when all their chunks fit at once
+    assert ex.pick_variant(1024, sm_count=132) == "row"
+    assert ex.pick_variant(65536, sm_count=132) == "split"
+    assert ex.pick_variant(132 * ex.SPLIT_BLOCK, sm_count=132) == "split"
+    assert ex.pick_variant(132 * ex.SPLIT_BLOCK + 1, sm_count=132) == "online"
 
 
 def test_zero_rows():
@@ -317,3 +323,94 @@ def test_one_row_past_2_to_31_elements_on_gpu():
     finally:
         del x, y
         torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------- step 4: split rows (GPU only)
+requires_interpreter = pytest.mark.skipif(ON_GPU, reason="shows the interpreter's one-program-at-a-time order")
+
+
+@requires_interpreter
+def test_split_is_refused_in_the_interpreter():
+    with pytest.raises(ValueError, match="variant 'split' needs a GPU"):
+        ex.softmax(x_(2, 300), "split")
+
+
+@requires_interpreter
+@pytest.mark.parametrize("n, block_n", [(300, 512), (300, 64), (1000, 128), (129, 128)])
+def test_split_kernel_in_the_interpreter(n, block_n):
+    # Programs run one after another here, in ticket order: the last chunk of each row finds every
+    # chunk published and is right; the others cannot wait (max_spins=0), give up and write NaN.
+    m = 3
+    x, n_chunks = rows(m, n), triton.cdiv(n, block_n)
+    y = torch.zeros_like(x)
+    stats = torch.empty(m * n_chunks * 2)
+    sync = torch.zeros(m + 1, dtype=torch.int32)
+    ex.softmax_split_kernel[(m * n_chunks,)](x, y, stats, sync, m, n, x.stride(0), y.stride(0), n_chunks, 0,
+                                             BLOCK_N=block_n, MAX_CHUNKS=triton.next_power_of_2(n_chunks))
+    last = (n_chunks - 1) * block_n
+    torch.testing.assert_close(y[:, last:], ex.softmax_torch(x)[:, last:], rtol=1e-5, atol=1e-6)
+    assert torch.isnan(y[:, :last]).all()
+    assert sync.tolist() == [n_chunks] * m + [m * n_chunks]  # every chunk counted in, every ticket taken
+
+
+def test_split_refuses_more_chunks_than_sms():
+    assert ex._split_chunks(65536, 8192, sm_count=132) == 8
+    assert ex._split_chunks(132 * 16, 16, sm_count=132) == 132
+    with pytest.raises(ValueError, match="needs all 133 chunks of a row .* than its 132 SMs: use a larger block_n"):
+        ex._split_chunks(132 * 16 + 1, 16, sm_count=132)
+
+
+def test_split_refuses_more_programs_than_a_grid_holds():
+    with pytest.raises(ValueError, match="variant 'split' launches one program per chunk: at most 2\\*\\*31 - 1"):
+        ex._check_launch("split", 2**28, 65536, 8192, 1)
+    ex._check_launch("split", 2**28 - 1, 65536, 8192, 1)  # 2**31 - 8 programs
+
+
+@requires_gpu
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("m, n, block_n", [
+    (1, 1, None), (5, 781, None), (3, 8193, None), (7, 65536, None), (4, 65537, None), (2, 100_003, None),
+    (3, 262_144, None), (64, 5000, 128), (2, 40_000, 512),
+])
+def test_gpu_split_matches_torch(dtype, m, n, block_n):
+    x = rows(m, n, dtype)
+    cfg = {"block_n": block_n} if block_n else {}
+    torch.testing.assert_close(ex.softmax(x, "split", **cfg), ex.softmax_torch(x), **tolerances(dtype))
+
+
+@requires_gpu
+def test_gpu_launcher_splits_long_rows():
+    x = rows(16, 65536)
+    assert ex.pick_variant(65536, torch.cuda.get_device_properties(DEVICE).multi_processor_count) == "split"
+    torch.testing.assert_close(ex.softmax(x), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+@requires_gpu
+def test_gpu_split_views_and_specials():
+    base = rows(9, 70_000)
+    strided = base[:, 5:65_541]  # rows 70000 apart, offset start
+    torch.testing.assert_close(ex.softmax(strided, "split"), ex.softmax_torch(strided), rtol=1e-5, atol=1e-6)
+    expanded = rows(1, 40_000).expand(6, 40_000)  # every row the same memory (row stride 0)
+    torch.testing.assert_close(ex.softmax(expanded, "split"), ex.softmax_torch(expanded), rtol=1e-5, atol=1e-6)
+    x = rows(5, 50_000)
+    x[0, 17] = float("nan")  # a NaN row is NaN everywhere, as in torch
+    x[1, 40_000] = float("inf")
+    x[2, :] = float("-inf")  # all -inf: NaN, as in torch
+    x[3, 8192:] = float("-inf")  # whole chunks of -inf: those chunks are zeros
+    torch.testing.assert_close(ex.softmax(x, "split", block_n=1024), ex.softmax_torch(x), rtol=1e-5, atol=1e-6,
+                               equal_nan=True)
+
+
+@requires_gpu
+def test_gpu_split_with_far_more_programs_than_fit_at_once():
+    # 8192 rows x 32 chunks = 262144 programs: tickets, not program ids, keep every wait finite
+    x = rows(8192, 4096)
+    out = ex.softmax(x, "split", block_n=128)
+    torch.testing.assert_close(out, ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
+
+
+@requires_gpu
+def test_gpu_split_refuses_more_chunks_than_sms():
+    sms = torch.cuda.get_device_properties(DEVICE).multi_processor_count
+    with pytest.raises(ValueError, match="use a larger block_n or 'online'"):
+        ex.softmax(rows(2, 16 * sms + 1), "split", block_n=16)
