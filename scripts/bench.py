@@ -114,7 +114,11 @@ def driver_version() -> str:
 def git_state(path: Path | None = None) -> tuple[str, bool | None]:
     """(commit, whether ``path`` (default: any tracked file) differs from it or is untracked);
     ("unknown", None) without git. With a path, "clean" means the commit holds exactly the
-    file that was measured."""
+    file that was measured. BENCH_GIT_COMMIT, when set, names the commit instead: the lent GPU machine
+    gets the working tree without its .git (benchmarks/gpu_background.sh passes the commit it was
+    started from), and any .git found there is a leftover of an older copy."""
+    if os.environ.get("BENCH_GIT_COMMIT"):
+        return os.environ["BENCH_GIT_COMMIT"], None  # whether a file differs is then unknown: source_sha256 says
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                                 timeout=20, check=True).stdout.strip()
@@ -123,10 +127,7 @@ def git_state(path: Path | None = None) -> tuple[str, bool | None]:
                                 capture_output=True, text=True, timeout=20, check=True).stdout
         return commit or "unknown", bool(status.strip())
     except (OSError, subprocess.SubprocessError):
-        # The lent GPU machine gets the working tree without .git: benchmarks/gpu_run.sh passes the
-        # commit it was started from in BENCH_GIT_COMMIT (whether a file differs is then unknown; its
-        # source_sha256 still says exactly what was measured).
-        return os.environ.get("BENCH_GIT_COMMIT") or "unknown", None
+        return "unknown", None
 
 
 def check_output(out, ref, rtol: float, atol: float) -> None:

@@ -715,3 +715,14 @@ def test_examples_are_listed_in_reading_order(tmp_path):
     assert hooks.nav_pages(nav) == ["index.md", "guide/a.md", "guide/missing.md"]
     pages = [tmp_path / p for p in hooks.nav_pages(nav)]
     assert hooks.reading_order(pages, ["alpha", "beta", "zeta", "gamma"]) == ["zeta", "alpha", "beta", "gamma"]
+
+
+def test_git_state_prefers_the_commit_the_gpu_run_was_started_from(monkeypatch):
+    # The lent GPU machine may keep a .git from an older copy: BENCH_GIT_COMMIT, set by whoever
+    # started the run, names the commit measured (run22's metas named the leftover instead).
+    monkeypatch.setenv("BENCH_GIT_COMMIT", "3f4f346")
+    assert bench.git_state() == ("3f4f346", None)
+    assert bench.git_state(bench.ROOT / "examples" / "softmax.py") == ("3f4f346", None)
+    monkeypatch.delenv("BENCH_GIT_COMMIT")
+    commit, dirty = bench.git_state()
+    assert commit != "3f4f346" and dirty in (True, False, None)
