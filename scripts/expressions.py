@@ -163,12 +163,18 @@ def bench_expressions(markdown: str) -> list[list[str]]:
     return [m.group(2).split() for m in EXPR.finditer(markdown) if m.group(1) == "bench"]
 
 
-def quoted_benches(markdown: str) -> set[str] | None:
+def quoted_benches(markdown: str, specs: dict[str, dict] | None = None) -> set[str] | None:
     """The benches a page quotes, through ``{{ bench ... }}`` or a plot; None: every result file
-    (a whole-site kind). Names that are no bench (providers of ``winners``) may be in it."""
+    (a whole-site kind). Names that are no bench (providers of ``winners``) may be in it. With the
+    examples' ``specs``, ``targets <prefix>`` (one kernel's targets) quotes the benches those
+    targets judge; without them, or with no prefix, it quotes every result file."""
     benches = set()
     for parts in bench_expressions(markdown):
         if not parts:
+            continue
+        if parts[0] == "targets" and len(parts) > 1 and specs is not None:
+            prefix = " ".join(parts[1:])
+            benches.update(b for t, _ in targets.declared(specs) if t.label.startswith(prefix) for b in t.benches)
             continue
         if parts[0] in BENCH and BENCH[parts[0]].whole_site:
             return None

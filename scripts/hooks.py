@@ -406,7 +406,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     path = page.file.src_path
     ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(path, data),
                            _BUILD.get("reading_order"))
-    benches = expressions.quoted_benches(markdown)
+    benches = expressions.quoted_benches(markdown, data.specs)
     old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""
     if reproduction is not None and benches is not None:  # a whole-site page has the full account

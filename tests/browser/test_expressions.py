@@ -48,6 +48,17 @@ def test_whole_site_kinds_quote_every_result_file():
         "a_b", "c_d"}
 
 
+def test_one_kernels_targets_quote_the_benches_they_judge():
+    # A kernel page's `targets <prefix>` is not a whole-site table: its page must still get the
+    # notice for points of those benches that a second run did not reproduce.
+    specs = results.example_specs()
+    quoted = expressions.quoted_benches("{{ bench targets softmax }}", specs)
+    assert quoted == {"softmax_fp32"}
+    assert {"matmul_fp16", "matmul_persistent_fp16"} <= expressions.quoted_benches("{{ bench targets matmul }}", specs)
+    assert expressions.quoted_benches("{{ bench targets softmax }}") is None  # without the specs: every file
+    assert expressions.quoted_benches("{{ bench targets }}", specs) is None
+
+
 def test_no_page_of_the_built_site_holds_an_unrendered_expression(site_dir):
     """Every kind in the registry is rendered by some pass of the hook (a `{{ schedule ... }}`
     once reached the site as text: the hook's passes named the kinds one by one)."""
