@@ -25,9 +25,13 @@ PALETTE = {
 }
 TIMING_NAMES = {"cudagraph": "CUDA graph", "host_wall": "host wall clock", "cuda_events": "CUDA events"}
 # Every other provider gets one of these (``site_providers``), the same on every plot and never
-# the colour of another provider on a plot it shares (the site-tier tests check both).
-FALLBACK = ["#1e88e5", "#43a047", "#d81b60", "#8d6e63", "#00acc1", "#c0ca33", "#5c6bc0", "#f9a825",
-            "#ab47bc", "#827717"]
+# the colour of another provider on a plot it shares (the site-tier tests check both). Each has a
+# contrast of at least 3:1 against Material's white and slate backgrounds; in this order, each is
+# the one farthest (CIE76) from the fixed colours and the ones before it, so the providers of a
+# plot with few of them get the most distinct colours.
+FALLBACK = ["#2196f3", "#827717", "#a1887f", "#43a047", "#ab47bc", "#d81b60", "#c68400", "#607d8b",
+            "#5c6bc0", "#0097a7"]
+BACKGROUNDS = {"default": "#ffffff", "slate": "#1e2129"}  # Material's page backgrounds (light, dark)
 
 
 def _is_number(text: str) -> bool:
@@ -189,8 +193,8 @@ def draw(data: results.Results, bench: str) -> bytes:
     height = fig.get_size_inches()[1]
     caption_h = (0.12 * (text.count("\n") + 1) + 0.08) / height
     legend_h = (0.2 * legend_rows + 0.1) / height
-    fig.text(0.01, 0.02 / height, text, fontsize=6.5, color=INK)
-    fig.legend(handles, names, fontsize=8, frameon=False, loc="lower left", ncol=2,
+    fig.text(0.01, 0.02 / height, text, fontsize=7.5, color=INK)
+    fig.legend(handles, names, fontsize=8.5, frameon=False, loc="lower left", ncol=2,
                bbox_to_anchor=(0.01, caption_h), borderaxespad=0.0)
     fig.tight_layout(rect=(0, caption_h + legend_h, 1, 1))
     buf = io.BytesIO()

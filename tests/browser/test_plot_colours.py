@@ -1,13 +1,16 @@
 """(f) Plots across the site: one colour per provider on every plot, never two providers of one
-plot in the same colour, the legend below the axes (site tier: runs on the committed results)."""
+plot in the same colour or in two colours hard to tell apart, every colour readable on the light
+and the dark page, the legend below the axes (site tier: runs on the committed results)."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
 from scripts import plots, results
 
-from .harness import ROOT
+from .harness import DESKTOP, NARROW, ROOT, page_overflow
 
 
 def test_no_two_providers_of_a_plot_share_a_colour():
@@ -17,6 +20,57 @@ def test_no_two_providers_of_a_plot_share_a_colour():
         providers = sorted({r["provider"] for r in data.rows if r["bench"] == bench})
         colours = [plots.provider_color(p, others) for p in providers]
         assert len(set(colours)) == len(colours), f"{bench}: {dict(zip(providers, colours, strict=True))}"
+
+
+def _linear(hex_colour: str) -> list[float]:
+    return [(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+            for c in (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))]
+
+
+def _luminance(hex_colour: str) -> float:
+    r, g, b = _linear(hex_colour)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    r, g, b = _linear(hex_colour)
+    x, y, z = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
+               (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def _distance(a: str, b: str) -> float:
+    return sum((p - q) ** 2 for p, q in zip(_lab(a), _lab(b), strict=True)) ** 0.5
+
+
+def test_every_colour_reads_on_the_light_and_the_dark_page():
+    # WCAG's 3:1 for graphics (lines, markers) against both of Material's backgrounds
+    for colour in [plots.INK, *plots.PALETTE.values(), *plots.FALLBACK]:
+        for scheme, background in plots.BACKGROUNDS.items():
+            assert _contrast(colour, background) >= 3.0, (colour, scheme, round(_contrast(colour, background), 2))
+
+
+def test_providers_of_a_plot_have_colours_far_apart():
+    # CIE76 distance >= 25 for every pair of one plot, and >= 35 on plots of up to six providers,
+    # where the palette allows it (triton-tma's pink beside cuBLAS's red on the matmul plots,
+    # 32 apart, was reported as hard to tell; the busiest plot, tile_compute's nine providers,
+    # cannot keep every pair that far apart in the band of colours that read on both backgrounds)
+    data = results.load()
+    others = plots.site_providers(data)
+    for bench in sorted({r["bench"] for r in data.rows}):
+        providers = sorted({r["provider"] for r in data.rows if r["bench"] == bench})
+        colours = {p: plots.provider_color(p, others) for p in providers}
+        least = 35 if len(providers) <= 6 else 25
+        for i, p in enumerate(providers):
+            for q in providers[i + 1:]:
+                d = _distance(colours[p], colours[q])
+                assert d >= least, f"{bench}: {p} {colours[p]} and {q} {colours[q]} are {d:.1f} apart"
 
 
 def test_a_provider_keeps_its_colour_whatever_the_plot():
@@ -60,3 +114,24 @@ def test_every_plot_on_a_page_has_its_numbers_and_csv():
             example = data.example_of(bench)
             assert f"assets/data/results/{results.GPU_DIR}/{example}.csv" in html, (rel, bench)
             assert (SITE / "assets" / "data" / "results" / results.GPU_DIR / f"{example}.csv").exists()
+
+
+@pytest.mark.browser
+def test_plots_keep_a_readable_size_on_a_phone(base_url, page, site_dir):
+    """At 360 px a plot keeps 600 px (its legend and caption stay legible) inside a paragraph that
+    scrolls sideways, and the page itself does not get wider than the screen."""
+    page.set_viewport_size(NARROW)
+    page.goto(base_url + "kernels/matmul/", wait_until="load")
+    plots_shown = page.evaluate("""[...document.querySelectorAll('img[src*="assets/plots/"]')].map(img => ({
+        width: img.getBoundingClientRect().width,
+        scrolls: img.parentElement.scrollWidth > img.parentElement.clientWidth,
+        overflow: getComputedStyle(img.parentElement).overflowX}))""")
+    assert plots_shown, "no plot on the matmul page"
+    for shown in plots_shown:
+        assert shown["width"] >= 590 and shown["scrolls"] and shown["overflow"] == "auto", shown
+    assert page_overflow(page) <= NARROW["width"] + 1
+    page.set_viewport_size(DESKTOP)
+    page.reload(wait_until="load")
+    widths = page.evaluate("""[...document.querySelectorAll('img[src*="assets/plots/"]')].map(
+        img => img.getBoundingClientRect().width <= img.parentElement.clientWidth + 1)""")
+    assert all(widths), "on a desktop a plot fits its column"
