@@ -218,12 +218,14 @@ def on_pre_build(config, **kwargs):
 
 def widget_traces(tracer: Path) -> dict[str, bytes]:
     """The widgets' traces of real kernels, re-recorded only when their inputs change: the tracer,
-    the example it traces and the Triton version (kept under .cache/site/traces/<key>.json)."""
+    the section parser it uses, the example it traces and the Triton version (kept under
+    .cache/site/traces/<key>.json)."""
     import hashlib
     import json
 
     key = hashlib.sha256()
-    for part in (tracer.read_bytes(), (EXAMPLES / "vector_add.py").read_bytes(), _version("triton").encode()):
+    for part in (tracer.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes(),
+                 (EXAMPLES / "vector_add.py").read_bytes(), _version("triton").encode()):
         key.update(hashlib.sha256(part).digest())
     cached = CACHE / "traces" / f"{key.hexdigest()}.json"
     if cached.exists():

@@ -365,6 +365,11 @@ def winners_table(data: results.Results, bench: str, providers: list[str], timin
     x_name = data.specs.get(bench, {}).get("x_name", "x")
     rows = [f"| {x_name} | fastest | margin over the next |", "| --- | --- | --- |"]
     xs = list(dict.fromkeys(r["x"] for r in data.rows if r["bench"] == bench))
+    known = {r["provider"] for r in data.rows if r["bench"] == bench}
+    unknown = [p for p in providers if p not in known]
+    if xs and unknown:  # a typo would otherwise drop a provider from the table without a word
+        raise results.ResultError(f"bench {bench} has no provider {', '.join(unknown)} "
+                                  f"(it has {', '.join(sorted(known))})")
     for x in xs:
         found = [r for p in providers if (r := _row(data, bench, x, p, timing)) is not None]
         vals = sorted(((r["value"], r["provider"]) for r in found), reverse=True)

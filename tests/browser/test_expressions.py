@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from scripts import expressions, results
+from scripts import expressions, results, targets
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +65,9 @@ def test_no_page_of_the_built_site_holds_an_unrendered_expression(site_dir):
     left = {str(p.relative_to(site_dir)): expressions.EXPR.findall(p.read_text(errors="replace"))
             for p in site_dir.rglob("*.html")}
     assert {page: found for page, found in left.items() if found} == {}
+
+
+def test_winners_names_an_unknown_provider():
+    data = results.load(specs=results.example_specs())
+    with pytest.raises(results.ResultError, match="bench softmax_fp32 has no provider bogus"):
+        targets.winners_table(data, "softmax_fp32", ["triton", "torch", "bogus"])
