@@ -1,15 +1,17 @@
-"""MkDocs hooks: the build-time glue between examples/, results and the pages.
+"""MkDocs hooks: the build-time glue between examples/, results and the pages. Each hook
+dispatches to a script that does the work and knows nothing of MkDocs:
 
-* ``on_config``: one page per ``examples/*.py`` under "Examples" in the nav.
-* ``on_pre_build``: turn each example into a notebook (section markers removed) and
-  execute it (``scripts/notebooks.py``: worker processes, cached on the notebook's hash),
-  and redraw every benchmark plot from ``benchmarks/results``.
-* ``on_files``: add those notebooks and plots to the site.
-* ``on_page_markdown``: render the page's expressions (``{{ bench ... }}``,
-  ``{{ examples }}``, ``{{ verified }}``: one registry, ``scripts/expressions.py``);
-  an unknown or missing result fails the build, naming the page and line. A page
-  quoting a result file whose example changed since it was measured gets a warning
-  at its top.
+* ``on_config``: one page per ``examples/*.py`` under "Examples" in the nav, in reading order
+  (``scripts/pages.py``).
+* ``on_pre_build``: turn each example into a notebook and execute it (``scripts/notebooks.py``:
+  worker processes, cached on the notebook's hash), and meanwhile read the results and redraw
+  every plot (``scripts/results.py``, ``scripts/plots.py``) and the widgets' data
+  (``scripts/schedules.py``, ``scripts/widget_data.py``, cached on their inputs).
+* ``on_files``: add those notebooks, plots and data files to the site.
+* ``on_nav``: under ``mkdocs serve --dirty``, re-render every page when a shared input changed.
+* ``on_page_markdown``: render the page's expressions (one registry, ``scripts/expressions.py``;
+  an unknown or missing result fails the build, naming the page and line), add the numbers under
+  each plot and the notices on top (``scripts/pages.py``).
 
 Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 """
@@ -17,7 +19,6 @@ Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 from __future__ import annotations
 
 import importlib.util
-import re
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 import scripts
-from scripts import compare_runs, expressions, notebooks, plots, results, schedules, sections
+from scripts import compare_runs, expressions, notebooks, pages, plots, results, schedules, sections
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,58 +62,21 @@ def check_sections(src: Path) -> list[str]:
     return sections.problems(src)
 
 
-_NOTEBOOKS: dict[tuple[bytes, bytes], bytes] = {}  # kept between `mkdocs serve` rebuilds
-
-
 def example_to_notebook(src: Path) -> bytes:
-    """The notebook of one example, made again only when the example or the marker parser changed."""
-    key = (src.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes())
-    if key not in _NOTEBOOKS:
-        if len(_NOTEBOOKS) > 500:
-            _NOTEBOOKS.clear()
-        _NOTEBOOKS[key] = _example_to_notebook(key[0].decode())
-    return _NOTEBOOKS[key]
-
-
-def _example_to_notebook(source: str) -> bytes:
-    import jupytext
-
-    text = sections.without_markers(source)
-    nb = jupytext.reads(text, fmt="py:percent")
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata.pop("jupytext", None)
-    # Same example, same bytes: mkdocs-jupyter caches the executed page on a hash of the notebook,
-    # so the cell ids must not be random (nbformat's default) and the notebook names the versions
-    # that execute it (an upgrade re-executes; the examples import nothing else of the repository).
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i}"
-    nb.metadata["executed_with"] = {name: _version(name) for name in ("python", "torch", "triton")}
-    return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
-
-
-def _version(name: str) -> str:
-    import importlib.metadata
-    import platform
-
-    if name == "python":
-        return platform.python_version()
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+    """The notebook of one example (scripts/notebooks.py)."""
+    return notebooks.example_to_notebook(src)
 
 
 def notebook_title(src: Path) -> str:
-    for line in src.read_text().splitlines():
-        m = re.match(r"^# # (.+)$", line)
-        if m:
-            return m.group(1).replace("`", "").strip()  # nav titles are plain text
-    raise PluginError(f"{src.relative_to(ROOT)}: the first markdown cell needs a '# # Title' line")
+    try:
+        return notebooks.notebook_title(src)
+    except ValueError as err:
+        raise PluginError(str(err)) from None
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
 HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "notebooks", "schedules",
-           "expressions")
+           "pages", "expressions")
 
 
 def reload_helpers() -> None:
@@ -147,29 +111,11 @@ def on_config(config, **kwargs):
 
 
 def nav_pages(nav) -> list[str]:
-    """The Markdown files of a nav (MkDocs' list-of-dicts form), in reading order."""
-    out = []
-    for item in nav:
-        value = next(iter(item.values())) if isinstance(item, dict) else item
-        if isinstance(value, list):
-            out += nav_pages(value)
-        elif isinstance(value, str) and value.endswith(".md"):
-            out.append(value)
-    return out
+    return pages.nav_pages(nav)
 
 
-EXAMPLE_REF = re.compile(r"examples/([A-Za-z0-9_]+)\.py")
-
-
-def reading_order(pages: list[Path], stems: list[str]) -> list[str]:
-    """Examples in the order a reader first meets them in ``pages``; the rest after, by name."""
-    known, order = set(stems), []
-    for page in pages:
-        text = page.read_text() if page.is_file() else ""
-        for stem in EXAMPLE_REF.findall(text):
-            if stem in known and stem not in order:
-                order.append(stem)
-    return order + sorted(known - set(order))
+def reading_order(page_paths: list[Path], stems: list[str]) -> list[str]:
+    return pages.reading_order(page_paths, stems)
 
 
 _BUILD: dict = {}  # what on_pre_build read for the current build
@@ -225,7 +171,7 @@ def widget_traces(tracer: Path) -> dict[str, bytes]:
 
     key = hashlib.sha256()
     for part in (tracer.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes(),
-                 (EXAMPLES / "vector_add.py").read_bytes(), _version("triton").encode()):
+                 (EXAMPLES / "vector_add.py").read_bytes(), notebooks.version_of("triton").encode()):
         key.update(hashlib.sha256(part).digest())
     cached = CACHE / "traces" / f"{key.hexdigest()}.json"
     if cached.exists():
@@ -258,59 +204,8 @@ def on_files(files, config, **kwargs):
         files.append(File(f"assets/data/{blob.name}", str(DATA), config["site_dir"], use_urls))
     results_dir = results.RESULTS_DIR / results.GPU_DIR  # each plot's table links to its CSV
     for csv_file in sorted(results_dir.glob("*.csv")):
-        files.append(File.generated(config, f"{RESULT_FILES_URL}/{csv_file.name}", abs_src_path=str(csv_file)))
+        files.append(File.generated(config, f"{pages.RESULT_FILES_URL}/{csv_file.name}", abs_src_path=str(csv_file)))
     return files
-
-
-RESULT_FILES_URL = f"assets/data/results/{results.GPU_DIR}"
-PLOT_LINE = re.compile(r"^(?P<indent>\s*)!\[.*\]\([^)]*assets/plots/(?P<bench>[\w.-]+)\.svg\)\s*$")  # alt may hold []
-
-
-def plot_numbers(data: results.Results, bench: str, up: str) -> str:
-    """A table of the points one plot draws (the series it shows, by x) and a link to its CSV."""
-    rows = [r for r in data.rows if r["bench"] == bench]
-    spec = data.specs.get(bench, {})
-    columns = plots.legend_series(plots.plot_series(rows, spec))  # the plot's series, named as in its legend
-    xs = list(dict.fromkeys(r["x"] for r in rows))
-    cell = {(r["x"], r["provider"], r["timing"]): r for r in rows}
-    lines = [f"| {spec.get('x_name') or rows[0]['x_name']} | " + " | ".join(name for _, _, name in columns) + " |",
-             "| --- " * (len(columns) + 1) + "|"]
-    for x in xs:
-        values = []
-        for p, t, _ in columns:
-            r = cell.get((x, p, t))
-            values.append("–" if r is None else results.fmt_value(r["value"], r["metric"])
-                          + (" *" if r.get("host_bound") else ""))
-        lines.append(f"| {x} | " + " | ".join(values) + " |")
-    example = rows[0]["example"]
-    note = " \\* host-bound: the do_bench time is mostly launch cost." if any(r.get("host_bound") for r in rows) else ""
-    return "\n".join(lines) + (f"\n\nFrom [`{data.csv_path(example)}`]({up}{RESULT_FILES_URL}/{example}.csv).{note}")
-
-
-def prose_lines(lines: list[str]):
-    """(index, line) of the lines outside code fences (the fence lines themselves left out)."""
-    fence = None
-    for i, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith(("```", "~~~")):
-            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
-        elif fence is None:
-            yield i, line
-
-
-def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
-    """Under each plot on a page, its numbers in a collapsed block."""
-    lines = markdown.split("\n")
-    after: dict[int, list[str]] = {}  # line index -> the block that follows it
-    for i, line in prose_lines(lines):
-        m = PLOT_LINE.match(line)
-        if m is None or not any(r["bench"] == m.group("bench") for r in data.rows):
-            continue
-        pad = m.group("indent")
-        table = plot_numbers(data, m.group("bench"), up)
-        after[i] = (["", f'{pad}??? note "The numbers behind this plot"', ""]
-                    + [f"{pad}    {t}" if t else "" for t in table.split("\n")] + [""])
-    return "\n".join(out for i, line in enumerate(lines) for out in [line, *after.get(i, [])])
 
 
 def on_nav(nav, config, files, **kwargs):
@@ -352,51 +247,10 @@ def on_post_build(config, **kwargs):
         write_if_changed(INPUTS_KEY, _BUILD["inputs_key"].encode())
 
 
-def stale_notice(stale: list[results.Stale]) -> str:
-    """The warning a page gets when some of its numbers come from results older than their code."""
-    items = "\n".join(f"    * `{s.csv}` (measured {s.date}): {s.reason}." for s in stale)
-    rerun = " ".join(f"--example {s.example}" for s in stale)
-    return (
-        '!!! warning "Results older than the code they measure"\n\n'
-        "    Some numbers or plots on this page come from result files that do not match the\n"
-        "    current example's measured code:\n\n"
-        f"{items}\n\n"
-        f"    They are re-measured on the GPU with `python -m scripts.bench {rerun}`.\n"
-    )
-
-
-def insert_after_title(markdown: str, block: str) -> str:
-    """Put a block right under the page's first '# ' heading (outside code fences), else on top."""
-    lines = markdown.split("\n")
-    for i, line in prose_lines(lines):
-        if line.startswith("# "):
-            return "\n".join(lines[: i + 1] + ["", block] + lines[i + 1:])
-    return block + "\n" + markdown
-
-
 def examples_table(page_path: str, data: results.Results | None = None) -> str:
-    """The map of the stories, in reading order: each example's notebook, the pages that teach
-    with it, its tests, its result file, its plots and the command that runs it."""
-    up = "../" * page_path.count("/")
-    story_pages = _BUILD.get("story_pages", [])
-    sources = {src.stem: src for src in example_files()}
-    rows = ["| story | taught on | tests | results | plots | run it |", "| --- | --- | --- | --- | --- | --- |"]
-    for stem in reading_order([path for _, path in story_pages], list(sources)):
-        src = sources[stem]
-        text = {rel: path.read_text() for rel, path in story_pages if path.is_file()}
-        taught = [f"[{rel.removesuffix('.md')}]({up}{rel})" for rel in text
-                  if stem in EXAMPLE_REF.findall(text[rel])]
-        test = ROOT / "tests" / f"test_{stem}.py"
-        csv_file = results.RESULTS_DIR / results.GPU_DIR / f"{stem}.csv"
-        benches = sorted({r["bench"] for r in data.rows if r["example"] == stem}) if data else []
-        rows.append(
-            f"| [{notebook_title(src)}]({up}examples/{stem}.ipynb) | {'<br>'.join(taught) or '–'} "
-            f"| {f'`tests/{test.name}`' if test.exists() else '–'} "
-            f"| {f'[`{stem}.csv`]({up}{RESULT_FILES_URL}/{stem}.csv)' if csv_file.exists() else '–'} "
-            f"| {'<br>'.join(f'[{b}]({up}assets/plots/{b}.svg)' for b in benches) or '–'} "
-            f"| `python examples/{src.name}` |")
-    return "\n".join(rows)
-
+    """The map of the stories (scripts/pages.py), from the nav this build read."""
+    return pages.story_map(page_path, _BUILD.get("story_pages", []), {src.stem: src for src in example_files()},
+                           data, notebook_title, ROOT)
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
@@ -417,12 +271,12 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     try:
         # every kind of the registry but the story map, which comes last: a new kind cannot be skipped
         markdown = expressions.render(markdown, ctx, names=tuple(n for n in expressions.TOP if n != "examples"))
-        markdown = add_plot_numbers(markdown, data, ctx.up)
+        markdown = pages.add_plot_numbers(markdown, data, ctx.up)
         # The map of the stories links every plot and result file: after the plot tables, which it must not get.
         markdown = expressions.render(markdown, ctx, names=("examples",))
     except expressions.ExpressionError as err:
         raise PluginError(str(err)) from err
-    for block in (notice, stale_notice(old) if old else ""):
+    for block in (notice, pages.stale_notice(old) if old else ""):
         if block:
-            markdown = insert_after_title(markdown, block)
+            markdown = pages.insert_after_title(markdown, block)
     return markdown

@@ -11,7 +11,7 @@ shows it.
 
 An executed notebook is cached under ``cache_dir`` on the sha256 of the notebook it was made
 from, and that notebook carries the example's source and the Python, torch and triton versions
-(``hooks.example_to_notebook``): an unchanged example is never run twice, a changed one always
+(``example_to_notebook``): an unchanged example is never run twice, a changed one always
 runs. A cell that raises stops the build with the example, the cell and the traceback.
 
     python -m scripts.notebooks NOTEBOOK.ipynb ...   # run them here and print their outputs
@@ -26,6 +26,7 @@ import io
 import json
 import linecache
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,8 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+
+from scripts import sections
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -270,6 +273,57 @@ def main(argv: list[str]) -> int:
             for out in cell.get("outputs", []):
                 print(out.get("text") or out["data"]["text/plain"], end="")
     return 0
+
+
+
+# ----------------------------------------------------------------------------- example -> notebook
+_NOTEBOOKS: dict[tuple[bytes, bytes], bytes] = {}  # kept between `mkdocs serve` rebuilds
+
+
+def example_to_notebook(src: Path) -> bytes:
+    """The notebook of one example, made again only when the example or the marker parser changed."""
+    key = (src.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes())
+    if key not in _NOTEBOOKS:
+        if len(_NOTEBOOKS) > 500:
+            _NOTEBOOKS.clear()
+        _NOTEBOOKS[key] = _example_to_notebook(key[0].decode())
+    return _NOTEBOOKS[key]
+
+
+def _example_to_notebook(source: str) -> bytes:
+    import jupytext
+
+    text = sections.without_markers(source)
+    nb = jupytext.reads(text, fmt="py:percent")
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata.pop("jupytext", None)
+    # Same example, same bytes: mkdocs-jupyter caches the executed page on a hash of the notebook,
+    # so the cell ids must not be random (nbformat's default) and the notebook names the versions
+    # that execute it (an upgrade re-executes; the examples import nothing else of the repository).
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    nb.metadata["executed_with"] = {name: version_of(name) for name in ("python", "torch", "triton")}
+    return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
+
+
+def version_of(name: str) -> str:
+    import importlib.metadata
+    import platform
+
+    if name == "python":
+        return platform.python_version()
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def notebook_title(src: Path) -> str:
+    for line in src.read_text().splitlines():
+        m = re.match(r"^# # (.+)$", line)
+        if m:
+            return m.group(1).replace("`", "").strip()  # nav titles are plain text
+    raise ValueError(f"examples/{src.name}: the first markdown cell needs a '# # Title' line")
 
 
 if __name__ == "__main__":

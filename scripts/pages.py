@@ -1,0 +1,133 @@
+"""What the build adds to the nav and to the pages, as plain functions of their inputs (the MkDocs
+hooks in ``scripts/hooks.py`` only call these): the reading order of the examples, the table of
+numbers under each plot, the notices on top of a page, and the map of the stories."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from scripts import plots, results
+
+
+def nav_pages(nav) -> list[str]:
+    """The Markdown files of a nav (MkDocs' list-of-dicts form), in reading order."""
+    out = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        if isinstance(value, list):
+            out += nav_pages(value)
+        elif isinstance(value, str) and value.endswith(".md"):
+            out.append(value)
+    return out
+
+
+EXAMPLE_REF = re.compile(r"examples/([A-Za-z0-9_]+)\.py")
+
+
+def reading_order(pages: list[Path], stems: list[str]) -> list[str]:
+    """Examples in the order a reader first meets them in ``pages``; the rest after, by name."""
+    known, order = set(stems), []
+    for page in pages:
+        text = page.read_text() if page.is_file() else ""
+        for stem in EXAMPLE_REF.findall(text):
+            if stem in known and stem not in order:
+                order.append(stem)
+    return order + sorted(known - set(order))
+
+
+RESULT_FILES_URL = f"assets/data/results/{results.GPU_DIR}"
+PLOT_LINE = re.compile(r"^(?P<indent>\s*)!\[.*\]\([^)]*assets/plots/(?P<bench>[\w.-]+)\.svg\)\s*$")  # alt may hold []
+
+
+def plot_numbers(data: results.Results, bench: str, up: str) -> str:
+    """A table of the points one plot draws (the series it shows, by x) and a link to its CSV."""
+    rows = [r for r in data.rows if r["bench"] == bench]
+    spec = data.specs.get(bench, {})
+    columns = plots.legend_series(plots.plot_series(rows, spec))  # the plot's series, named as in its legend
+    xs = list(dict.fromkeys(r["x"] for r in rows))
+    cell = {(r["x"], r["provider"], r["timing"]): r for r in rows}
+    lines = [f"| {spec.get('x_name') or rows[0]['x_name']} | " + " | ".join(name for _, _, name in columns) + " |",
+             "| --- " * (len(columns) + 1) + "|"]
+    for x in xs:
+        values = []
+        for p, t, _ in columns:
+            r = cell.get((x, p, t))
+            values.append("–" if r is None else results.fmt_value(r["value"], r["metric"])
+                          + (" *" if r.get("host_bound") else ""))
+        lines.append(f"| {x} | " + " | ".join(values) + " |")
+    example = rows[0]["example"]
+    note = " \\* host-bound: the do_bench time is mostly launch cost." if any(r.get("host_bound") for r in rows) else ""
+    return "\n".join(lines) + (f"\n\nFrom [`{data.csv_path(example)}`]({up}{RESULT_FILES_URL}/{example}.csv).{note}")
+
+
+def prose_lines(lines: list[str]):
+    """(index, line) of the lines outside code fences (the fence lines themselves left out)."""
+    fence = None
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            fence = None if fence and stripped.startswith(fence) else (fence or stripped[:3])
+        elif fence is None:
+            yield i, line
+
+
+def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
+    """Under each plot on a page, its numbers in a collapsed block."""
+    lines = markdown.split("\n")
+    after: dict[int, list[str]] = {}  # line index -> the block that follows it
+    for i, line in prose_lines(lines):
+        m = PLOT_LINE.match(line)
+        if m is None or not any(r["bench"] == m.group("bench") for r in data.rows):
+            continue
+        pad = m.group("indent")
+        table = plot_numbers(data, m.group("bench"), up)
+        after[i] = (["", f'{pad}??? note "The numbers behind this plot"', ""]
+                    + [f"{pad}    {t}" if t else "" for t in table.split("\n")] + [""])
+    return "\n".join(out for i, line in enumerate(lines) for out in [line, *after.get(i, [])])
+
+
+def stale_notice(stale: list[results.Stale]) -> str:
+    """The warning a page gets when some of its numbers come from results older than their code."""
+    items = "\n".join(f"    * `{s.csv}` (measured {s.date}): {s.reason}." for s in stale)
+    rerun = " ".join(f"--example {s.example}" for s in stale)
+    return (
+        '!!! warning "Results older than the code they measure"\n\n'
+        "    Some numbers or plots on this page come from result files that do not match the\n"
+        "    current example's measured code:\n\n"
+        f"{items}\n\n"
+        f"    They are re-measured on the GPU with `python -m scripts.bench {rerun}`.\n"
+    )
+
+
+def insert_after_title(markdown: str, block: str) -> str:
+    """Put a block right under the page's first '# ' heading (outside code fences), else on top."""
+    lines = markdown.split("\n")
+    for i, line in prose_lines(lines):
+        if line.startswith("# "):
+            return "\n".join(lines[: i + 1] + ["", block] + lines[i + 1:])
+    return block + "\n" + markdown
+
+
+def story_map(page_path: str, story_pages: list[tuple[str, Path]], sources: dict[str, Path],
+              data: results.Results | None, title_of, root: Path) -> str:
+    """The map of the stories, in reading order: each example's notebook, the pages that teach
+    with it, its tests, its result file, its plots and the command that runs it (``title_of``:
+    an example's title; ``root``: the repository)."""
+    up = "../" * page_path.count("/")
+    rows = ["| story | taught on | tests | results | plots | run it |", "| --- | --- | --- | --- | --- | --- |"]
+    text = {rel: path.read_text() for rel, path in story_pages if path.is_file()}
+    for stem in reading_order([path for _, path in story_pages], list(sources)):
+        src = sources[stem]
+        taught = [f"[{rel.removesuffix('.md')}]({up}{rel})" for rel in text
+                  if stem in EXAMPLE_REF.findall(text[rel])]
+        test = root / "tests" / f"test_{stem}.py"
+        csv_file = results.RESULTS_DIR / results.GPU_DIR / f"{stem}.csv"
+        benches = sorted({r["bench"] for r in data.rows if r["example"] == stem}) if data else []
+        rows.append(
+            f"| [{title_of(src)}]({up}examples/{stem}.ipynb) | {'<br>'.join(taught) or '–'} "
+            f"| {f'`tests/{test.name}`' if test.exists() else '–'} "
+            f"| {f'[`{stem}.csv`]({up}{RESULT_FILES_URL}/{stem}.csv)' if csv_file.exists() else '–'} "
+            f"| {'<br>'.join(f'[{b}]({up}assets/plots/{b}.svg)' for b in benches) or '–'} "
+            f"| `python examples/{src.name}` |")
+    return "\n".join(rows)
