@@ -62,9 +62,18 @@ def check_sections(src: Path) -> list[str]:
     return sections.problems(src)
 
 
+_NOTEBOOKS: dict[tuple[bytes, ...], bytes] = {}  # kept between `mkdocs serve` rebuilds (scripts/ are reloaded)
+
+
 def example_to_notebook(src: Path) -> bytes:
-    """The notebook of one example (scripts/notebooks.py)."""
-    return notebooks.example_to_notebook(src)
+    """The notebook of one example (scripts/notebooks.py), made again only when the example, the
+    marker parser or the converter changed."""
+    key = (src.read_bytes(), *((ROOT / "scripts" / f).read_bytes() for f in ("sections.py", "notebooks.py")))
+    if key not in _NOTEBOOKS:
+        if len(_NOTEBOOKS) > 500:
+            _NOTEBOOKS.clear()
+        _NOTEBOOKS[key] = notebooks.example_to_notebook(src)
+    return _NOTEBOOKS[key]
 
 
 def notebook_title(src: Path) -> str:
@@ -118,6 +127,19 @@ def reading_order(page_paths: list[Path], stems: list[str]) -> list[str]:
     return pages.reading_order(page_paths, stems)
 
 
+_CODE_HASHES: dict[tuple[bytes, bytes], str] = {}  # kept between `mkdocs serve` rebuilds
+
+
+def _code_hash(source: bytes) -> str:
+    """results.code_sha256 of an example, computed again only when it or results.py changed."""
+    key = (source, (ROOT / "scripts" / "results.py").read_bytes())
+    if key not in _CODE_HASHES:
+        if len(_CODE_HASHES) > 500:
+            _CODE_HASHES.clear()
+        _CODE_HASHES[key] = results.code_sha256(source)
+    return _CODE_HASHES[key]
+
+
 _BUILD: dict = {}  # what on_pre_build read for the current build
 
 
@@ -132,7 +154,7 @@ def _prepare_data() -> None:
         raise PluginError(str(err)) from err
     data = results.load(specs=specs)  # read once per build, used by every page
     _BUILD["results"] = data
-    _BUILD["stale"] = results.stale_results(data, EXAMPLES)
+    _BUILD["stale"] = results.stale_results(data, EXAMPLES, code_hash=_code_hash)
     _BUILD["reproduction"] = load_reproduction()
     plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data,
                    keyed=True)

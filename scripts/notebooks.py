@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -277,17 +278,10 @@ def main(argv: list[str]) -> int:
 
 
 # ----------------------------------------------------------------------------- example -> notebook
-_NOTEBOOKS: dict[tuple[bytes, bytes], bytes] = {}  # kept between `mkdocs serve` rebuilds
-
-
 def example_to_notebook(src: Path) -> bytes:
-    """The notebook of one example, made again only when the example or the marker parser changed."""
-    key = (src.read_bytes(), (ROOT / "scripts" / "sections.py").read_bytes())
-    if key not in _NOTEBOOKS:
-        if len(_NOTEBOOKS) > 500:
-            _NOTEBOOKS.clear()
-        _NOTEBOOKS[key] = _example_to_notebook(key[0].decode())
-    return _NOTEBOOKS[key]
+    """The notebook of one example: its cells (section markers removed), fixed cell ids and the
+    versions that execute it (``scripts/hooks.py`` keeps the made ones between serve rebuilds)."""
+    return _example_to_notebook(src.read_bytes().decode())
 
 
 def _example_to_notebook(source: str) -> bytes:
@@ -306,6 +300,7 @@ def _example_to_notebook(source: str) -> bytes:
     return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
 
 
+@functools.cache  # per build: the module is imported afresh each one
 def version_of(name: str) -> str:
     import importlib.metadata
     import platform

@@ -203,18 +203,24 @@ def draw(data: results.Results, bench: str) -> bytes:
     return buf.getvalue()
 
 
-def plot_key(data: results.Results, bench: str) -> str:
-    """A hash of everything one plot is drawn from: its rows, its spec, its run's metadata, the
-    drawing code and matplotlib's version."""
-    import hashlib
+def shared_plot_inputs(data: results.Results) -> dict:
+    """What every plot is drawn from besides its own rows: the drawing code, the site's colours
+    and matplotlib's version."""
     import importlib.metadata
+
+    return {"code": [results.sha256_of(Path(__file__)), results.sha256_of(Path(results.__file__))],
+            "colours": site_providers(data), "matplotlib": importlib.metadata.version("matplotlib")}
+
+
+def plot_key(data: results.Results, bench: str, shared: dict | None = None, rows: list | None = None) -> str:
+    """A hash of everything one plot is drawn from: its rows, its spec, its run's metadata, the
+    drawing code, the colours and matplotlib's version (``shared``, ``rows``: already computed)."""
+    import hashlib
     import json
 
-    rows = [r for r in data.rows if r["bench"] == bench]
+    rows = [r for r in data.rows if r["bench"] == bench] if rows is None else rows
     inputs = {"rows": rows, "spec": data.specs.get(bench), "meta": data.meta.get(rows[0]["example"]) if rows else None,
-              "code": [results.sha256_of(Path(__file__)), results.sha256_of(Path(results.__file__))],
-              "colours": site_providers(data),
-              "matplotlib": importlib.metadata.version("matplotlib")}
+              **(shared_plot_inputs(data) if shared is None else shared)}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -225,10 +231,14 @@ def draw_all(results_dir: Path, out_dir: Path, write=None, data: results.Results
     data = results.load(results_dir) if data is None else data
     out_dir = Path(out_dir)
     paths = []
-    for bench in sorted({r["bench"] for r in data.rows}):
+    shared = shared_plot_inputs(data) if keyed else None
+    by_bench: dict[str, list] = defaultdict(list)
+    for r in data.rows:
+        by_bench[r["bench"]].append(r)
+    for bench in sorted(by_bench):
         path = out_dir / f"{bench}.svg"
         if keyed:
-            key, key_path = plot_key(data, bench), path.with_suffix(".key")
+            key, key_path = plot_key(data, bench, shared, by_bench[bench]), path.with_suffix(".key")
             if path.exists() and key_path.exists() and key_path.read_text() == key:
                 paths.append(path)
                 continue

@@ -353,10 +353,12 @@ def _graph_timing_mismatch(data: Results, example: str) -> str | None:
     return None
 
 
-def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR) -> dict[str, Stale]:
+def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR, code_hash=None) -> dict[str, Stale]:
     """example -> why its results do not match the example file as it is now: its measured code
     (``code_sha256``; the whole file's sha256 for a result that predates it) or, for specs read from
-    the example, its ``cudagraph_timing`` against the rows."""
+    the example, its ``cudagraph_timing`` against the rows. ``code_hash``: ``code_sha256`` or a
+    memo of it (the site build keeps one between serve rebuilds)."""
+    code_hash = code_sha256 if code_hash is None else code_hash
     out = {}
     examples = sorted({r["example"] for r in data.rows} | set(data.meta))
     for example in examples:
@@ -368,7 +370,7 @@ def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR) -> dict[str,
             reason = f"examples/{example}.py no longer exists"
         elif recorded_code:
             try:
-                current = code_sha256(src.read_bytes())
+                current = code_hash(src.read_bytes())
             except SyntaxError as err:
                 current = f"unparsable ({err.msg}, line {err.lineno})"
             if recorded_code != current:
