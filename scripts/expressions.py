@@ -173,8 +173,7 @@ def quoted_benches(markdown: str, specs: dict[str, dict] | None = None) -> set[s
         if not parts:
             continue
         if parts[0] == "targets" and len(parts) > 1 and specs is not None:
-            prefix = " ".join(parts[1:])
-            benches.update(b for t, _ in targets.declared(specs) if t.label.startswith(prefix) for b in t.benches)
+            benches.update(b for t, _ in targets.matching(specs, " ".join(parts[1:])) for b in t.benches)
             continue
         if parts[0] in BENCH and BENCH[parts[0]].whole_site:
             return None

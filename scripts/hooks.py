@@ -62,18 +62,25 @@ def check_sections(src: Path) -> list[str]:
     return sections.problems(src)
 
 
-_NOTEBOOKS: dict[tuple[bytes, ...], bytes] = {}  # kept between `mkdocs serve` rebuilds (scripts/ are reloaded)
+# Kept between `mkdocs serve` rebuilds: this module stays, the scripts/ it calls are imported afresh.
+_NOTEBOOKS: dict[tuple[bytes, ...], bytes] = {}
+_CODE_HASHES: dict[tuple[bytes, bytes], str] = {}
+
+
+def _remembered(memo: dict, key: tuple, make):
+    """memo[key], made by ``make()`` the first time (a memo past 500 entries starts over)."""
+    if key not in memo:
+        if len(memo) > 500:
+            memo.clear()
+        memo[key] = make()
+    return memo[key]
 
 
 def example_to_notebook(src: Path) -> bytes:
     """The notebook of one example (scripts/notebooks.py), made again only when the example, the
     marker parser or the converter changed."""
     key = (src.read_bytes(), *((ROOT / "scripts" / f).read_bytes() for f in ("sections.py", "notebooks.py")))
-    if key not in _NOTEBOOKS:
-        if len(_NOTEBOOKS) > 500:
-            _NOTEBOOKS.clear()
-        _NOTEBOOKS[key] = notebooks.example_to_notebook(src)
-    return _NOTEBOOKS[key]
+    return _remembered(_NOTEBOOKS, key, lambda: notebooks.example_to_notebook(key[0].decode()))
 
 
 def notebook_title(src: Path) -> str:
@@ -127,17 +134,10 @@ def reading_order(page_paths: list[Path], stems: list[str]) -> list[str]:
     return pages.reading_order(page_paths, stems)
 
 
-_CODE_HASHES: dict[tuple[bytes, bytes], str] = {}  # kept between `mkdocs serve` rebuilds
-
-
 def _code_hash(source: bytes) -> str:
     """results.code_sha256 of an example, computed again only when it or results.py changed."""
     key = (source, (ROOT / "scripts" / "results.py").read_bytes())
-    if key not in _CODE_HASHES:
-        if len(_CODE_HASHES) > 500:
-            _CODE_HASHES.clear()
-        _CODE_HASHES[key] = results.code_sha256(source)
-    return _CODE_HASHES[key]
+    return _remembered(_CODE_HASHES, key, lambda: results.code_sha256(source))
 
 
 _BUILD: dict = {}  # what on_pre_build read for the current build

@@ -278,13 +278,10 @@ def main(argv: list[str]) -> int:
 
 
 # ----------------------------------------------------------------------------- example -> notebook
-def example_to_notebook(src: Path) -> bytes:
-    """The notebook of one example: its cells (section markers removed), fixed cell ids and the
-    versions that execute it (``scripts/hooks.py`` keeps the made ones between serve rebuilds)."""
-    return _example_to_notebook(src.read_bytes().decode())
-
-
-def _example_to_notebook(source: str) -> bytes:
+def example_to_notebook(source: str) -> bytes:
+    """The notebook of one example's source: its cells (section markers removed), fixed cell ids
+    and the versions that execute it (``scripts/hooks.py`` keeps the made ones between serve
+    rebuilds)."""
     import jupytext
 
     text = sections.without_markers(source)

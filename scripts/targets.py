@@ -293,6 +293,11 @@ def declared(specs: dict[str, dict], order: list[str] | None = None) -> list[tup
     return out
 
 
+def matching(specs: dict[str, dict], prefix: str = "", order: list[str] | None = None) -> list[tuple[Target, object]]:
+    """The declared (target, x) whose name starts with ``prefix`` (one kernel's targets)."""
+    return [(t, x) for t, x in declared(specs, order) if t.label.startswith(prefix)]
+
+
 def _check(data: results.Results, t: Target, x) -> Check:
     bench = t.benches[0]
     if t.kind == "ceiling":
@@ -324,11 +329,10 @@ def markdown_table(data: results.Results, prefix: str = "", order: list[str] | N
     """The target table; `prefix` keeps the targets whose name starts with it (a kernel's page);
     ``order``: the examples in the order their targets are listed (the site's reading order)."""
     rows = ["| target | point | measured | status |", "| --- | --- | --- | --- |"]
-    every = evaluate(data, order)
-    checks = [c for c in every if c.target.startswith(prefix)]
+    checks = [_check(data, t, x) for t, x in matching(data.specs, prefix, order)]
     if not checks:
         raise results.ResultError(f"no target starts with {prefix!r}" + (
-            "" if every else " (no bench spec declares a target: were the examples' specs loaded?)"))
+            "" if declared(data.specs) else " (no bench spec declares a target: were the examples' specs loaded?)"))
     for c in checks:
         note = f" <br><small>{c.detail}</small>" if c.detail else ""
         icon = {"met": "met", "missed": f"**missed** (needs {c.shown(c.threshold)})",
