@@ -246,3 +246,30 @@ def press(locator, key: str, times: int = 1) -> None:
     locator.focus()
     for _ in range(times):
         locator.press(key)
+
+
+def rgba(colour: str) -> tuple[float, float, float, float]:
+    """'#rrggbb' or a computed CSS 'rgb(...)' / 'rgba(...)' as (r, g, b in 0-255, alpha)."""
+    if colour.startswith("#"):
+        return (*(float(int(colour[i:i + 2], 16)) for i in (1, 3, 5)), 1.0)
+    parts = [float(x) for x in re.findall(r"[\d.]+", colour)]
+    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+
+
+def linear_rgb(rgb) -> list[float]:
+    """sRGB channels (0-255) to linear light (0-1)."""
+    return [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG contrast of a colour (possibly translucent: mixed over ``bg``) against an opaque background."""
+    *f, a = rgba(fg)
+    b = rgba(bg)[:3]
+    mixed = [a * x + (1 - a) * y for x, y in zip(f, b, strict=True)]
+
+    def luminance(rgb) -> float:
+        r, g, bl = linear_rgb(rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * bl
+
+    hi, lo = sorted((luminance(mixed), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)

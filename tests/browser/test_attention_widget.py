@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import pytest
 
-from .harness import DESKTOP, NARROW, open_widget, page_overflow, press, screenshot, set_dark
+from .harness import DESKTOP, NARROW, contrast, open_widget, page_overflow, press, screenshot, set_dark
 
 pytestmark = pytest.mark.browser
 
@@ -279,25 +278,6 @@ def test_keyboard_back_reset_play_and_constraints(base_url, page):
     assert control(root, "pid").get_attribute("max") == "1"
 
 
-def _rgba(css: str) -> tuple[float, float, float, float]:
-    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
-    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
-
-
-def _contrast(fg: str, bg: str) -> float:
-    """WCAG contrast of a (possibly translucent) text colour over an opaque background."""
-    *f, a = _rgba(fg)
-    b = _rgba(bg)[:3]
-    mixed = [a * x + (1 - a) * y for x, y in zip(f, b, strict=True)]
-
-    def lum(rgb):
-        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (v / 255 for v in rgb)]
-        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-    hi, lo = sorted((lum(mixed), lum(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
 def test_dark_mode_and_narrow(base_url, page):
     root = open_widget(page, base_url, NAME)
     press(control(root, "step"), "Enter", 3)  # block 2 of program 1: loaded, masked (the diagonal)
@@ -314,8 +294,8 @@ def test_dark_mode_and_narrow(base_url, page):
     dark = root.evaluate(colours)
     assert dark["bg"] != light["bg"] and dark["td"] != light["td"]
     for c in (light, dark):
-        assert _contrast(c["td"], c["bg"]) >= 4.5, c
-        assert _contrast(c["status"], c["bg"]) >= 3, c
+        assert contrast(c["td"], c["bg"]) >= 4.5, c
+        assert contrast(c["status"], c["bg"]) >= 3, c
     screenshot(root, "attention-blocks-stepped-dark")
     page.set_viewport_size(NARROW)
     set_range(root, "seq", 64)

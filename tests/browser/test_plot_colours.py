@@ -10,7 +10,7 @@ import pytest
 
 from scripts import plots, results
 
-from .harness import DESKTOP, NARROW, ROOT, page_overflow
+from .harness import DESKTOP, NARROW, ROOT, contrast, linear_rgb, page_overflow, rgba
 
 
 def test_no_two_providers_of_a_plot_share_a_colour():
@@ -22,23 +22,8 @@ def test_no_two_providers_of_a_plot_share_a_colour():
         assert len(set(colours)) == len(colours), f"{bench}: {dict(zip(providers, colours, strict=True))}"
 
 
-def _linear(hex_colour: str) -> list[float]:
-    return [(c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
-            for c in (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))]
-
-
-def _luminance(hex_colour: str) -> float:
-    r, g, b = _linear(hex_colour)
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b
-
-
-def _contrast(a: str, b: str) -> float:
-    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
 def _lab(hex_colour: str) -> tuple[float, float, float]:
-    r, g, b = _linear(hex_colour)
+    r, g, b = linear_rgb(rgba(hex_colour)[:3])
     x, y, z = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
                (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
     f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
@@ -53,7 +38,7 @@ def test_every_colour_reads_on_the_light_and_the_dark_page():
     # WCAG's 3:1 for graphics (lines, markers) against both of Material's backgrounds
     for colour in [plots.INK, *plots.PALETTE.values(), *plots.FALLBACK]:
         for scheme, background in plots.BACKGROUNDS.items():
-            assert _contrast(colour, background) >= 3.0, (colour, scheme, round(_contrast(colour, background), 2))
+            assert contrast(colour, background) >= 3.0, (colour, scheme, round(contrast(colour, background), 2))
 
 
 def test_providers_of_a_plot_have_colours_far_apart():
