@@ -279,6 +279,8 @@ MULTIROW_TILE = 4096  # elements per multirow tile: ROWS * BLOCK_N
 ONLINE_BLOCK = 16384  # chunk of the online kernel: 64 KB of fp32 per load
 ONLINE_PROGRAMS_PER_SM = 2  # persistent grid of the online kernel
 SPLIT_BLOCK = 8192  # chunk of the split kernel: 32 KB of fp32 per program
+SPLIT_WARPS = 8  # warps per split program: benchmarks/probes/softmax_split.py (run23 log) measured 8192-element
+#                 chunks with 8 warps within 3 points of the best at N = 65536 and the best at 262144; 16 lost 4-7
 SPLIT_MAX_SPINS = 2**24  # polls before a waiting program gives up: seconds, far past any real wait
 MAX_TILE = 2**20  # Triton's limit on the elements of one tile
 INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
@@ -312,16 +314,14 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _check_launch(variant: str, n_rows: int, n_cols: int, block_n: int, rows: int) -> None:
-    """The limits of each step, checked before anything launches."""
+def _check_launch(variant: str, n_rows: int, block_n: int, rows: int, chunks: int = 1) -> None:
+    """The limits of each step, checked before anything launches (chunks: programs per row)."""
     if rows * block_n > MAX_TILE:
         raise ValueError(f"variant {variant!r} would hold {rows} x {block_n} elements in one tile, more than "
                          f"Triton's {MAX_TILE} (rows longer than that need 'online')")
-    if variant == "row" and n_rows > INT32_MAX:
-        raise ValueError(f"variant 'row' launches one program per row: at most 2**31 - 1 rows, got {n_rows}")
-    if variant == "split" and n_rows * triton.cdiv(n_cols, block_n) > INT32_MAX:
-        raise ValueError(f"variant 'split' launches one program per chunk: at most 2**31 - 1, got {n_rows} rows "
-                         f"x {triton.cdiv(n_cols, block_n)} chunks")
+    if variant in ("row", "split") and n_rows * chunks > INT32_MAX:
+        raise ValueError(f"variant {variant!r} launches one program per row and chunk: at most 2**31 - 1, "
+                         f"got {n_rows} rows x {chunks} chunks")
 
 
 def _split_chunks(n_cols: int, block_n: int, sm_count: int) -> int:
@@ -376,7 +376,7 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         block_n = block_n or triton.next_power_of_2(n_cols)
         if block_n < n_cols:
             raise ValueError(f"variant 'row' needs block_n >= N = {n_cols}, got {block_n}")
-        _check_launch(variant, n_rows, n_cols, block_n, 1)
+        _check_launch(variant, n_rows, block_n, 1)
         num_warps = config.pop("num_warps", _num_warps(block_n))
         softmax_row_kernel[(n_rows,)](
             x, y, n_cols, x.stride(0), y.stride(0), BLOCK_N=block_n, num_warps=num_warps)
@@ -385,7 +385,7 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         if block_n < n_cols:
             raise ValueError(f"variant 'multirow' needs block_n >= N = {n_cols}, got {block_n}")
         rows = config.pop("rows", max(1, MULTIROW_TILE // block_n))
-        _check_launch(variant, n_rows, n_cols, block_n, rows)
+        _check_launch(variant, n_rows, block_n, rows)
         num_warps = config.pop("num_warps", _num_warps(rows * block_n))
         n_blocks = triton.cdiv(n_rows, rows)
         grid = (min(n_blocks, config.pop("num_programs", n_blocks), INT32_MAX),)  # the kernel loops over the rest
@@ -395,16 +395,16 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
     elif variant == "split":
         block_n = block_n or min(SPLIT_BLOCK, triton.next_power_of_2(n_cols))
         n_chunks = _split_chunks(n_cols, block_n, _sm_count(x.device))
-        _check_launch(variant, n_rows, n_cols, block_n, 1)
+        _check_launch(variant, n_rows, block_n, 1, n_chunks)
         stats = torch.empty(n_rows * n_chunks * 2, device=x.device, dtype=torch.float32)
         sync = torch.zeros(n_rows + 1, device=x.device, dtype=torch.int32)
         softmax_split_kernel[(n_rows * n_chunks,)](
             x, y, stats, sync, n_rows, n_cols, x.stride(0), y.stride(0), n_chunks,
             config.pop("max_spins", SPLIT_MAX_SPINS), BLOCK_N=block_n,
-            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=config.pop("num_warps", _num_warps(block_n)))
+            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=config.pop("num_warps", SPLIT_WARPS))
     else:
         block_n = block_n or min(ONLINE_BLOCK, triton.next_power_of_2(n_cols))
-        _check_launch(variant, n_rows, n_cols, block_n, 1)
+        _check_launch(variant, n_rows, block_n, 1)
         num_warps = config.pop("num_warps", _num_warps(block_n))
         programs = ONLINE_PROGRAMS_PER_SM * _sm_count(x.device)  # (1)!
         grid = (min(n_rows, config.pop("num_programs", programs)),)

@@ -201,15 +201,16 @@ def meta(m, n):
 
 
 def test_row_step_refuses_more_rows_than_a_grid_holds():
-    with pytest.raises(ValueError, match="variant 'row' launches one program per row: at most 2\\*\\*31 - 1 rows"):
+    with pytest.raises(ValueError, match="variant 'row' launches one program per row and chunk: at most "
+                                         "2\\*\\*31 - 1, got 2147483648 rows"):
         ex.softmax(meta(2**31, 300), "row")
 
 
 def test_launch_limits_accept_what_they_can_run():
-    ex._check_launch("row", 2**31 - 1, 300, 512, 1)
-    ex._check_launch("online", 2, 2**31 + 5, 16384, 1)  # n_cols is then an int64 argument
-    ex._check_launch("multirow", 2**40, 16, 16, 64)  # multirow loops over row blocks: any number of rows
-    ex._check_launch("multirow", 8, 256, 256, 4096)  # exactly 2**20 elements in one tile
+    ex._check_launch("row", 2**31 - 1, 512, 1)
+    ex._check_launch("online", 2**40, 16384, 1)  # online loops over rows on a persistent grid
+    ex._check_launch("multirow", 2**40, 16, 64)  # multirow loops over row blocks: any number of rows
+    ex._check_launch("multirow", 8, 256, 4096)  # exactly 2**20 elements in one tile
 
 
 @pytest.mark.parametrize("variant, cfg, words", [
@@ -361,9 +362,10 @@ def test_split_refuses_more_chunks_than_sms():
 
 
 def test_split_refuses_more_programs_than_a_grid_holds():
-    with pytest.raises(ValueError, match="variant 'split' launches one program per chunk: at most 2\\*\\*31 - 1"):
-        ex._check_launch("split", 2**28, 65536, 8192, 1)
-    ex._check_launch("split", 2**28 - 1, 65536, 8192, 1)  # 2**31 - 8 programs
+    with pytest.raises(ValueError, match="variant 'split' launches one program per row and chunk: at most "
+                                         "2\\*\\*31 - 1, got 268435456 rows x 8 chunks"):
+        ex._check_launch("split", 2**28, 8192, 1, 8)
+    ex._check_launch("split", 2**28 - 1, 8192, 1, 8)  # 2**31 - 8 programs
 
 
 @requires_gpu
@@ -376,6 +378,14 @@ def test_gpu_split_matches_torch(dtype, m, n, block_n):
     x = rows(m, n, dtype)
     cfg = {"block_n": block_n} if block_n else {}
     torch.testing.assert_close(ex.softmax(x, "split", **cfg), ex.softmax_torch(x), **tolerances(dtype))
+
+
+@requires_gpu
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8, 16, 32])
+def test_gpu_split_every_warp_count(num_warps):
+    # the default (SPLIT_WARPS) and every other count, on a row with a ragged last chunk
+    x = rows(3, 3 * ex.SPLIT_BLOCK + 5)
+    torch.testing.assert_close(ex.softmax(x, "split", num_warps=num_warps), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
 
 
 @requires_gpu
