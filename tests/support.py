@@ -73,3 +73,29 @@ def shuffle_seed(config) -> int | None:
 def shuffle_items(items: list, seed: int) -> None:
     """Shuffle in place; depends only on the seed and the collected order."""
     random.Random(seed).shuffle(items)
+
+
+def timer_call_order(example, monkeypatch) -> list[str]:
+    """What an example's `autotune_timer` calls, in order, with torch.cuda.synchronize and
+    triton.testing.do_bench_cudagraph recorded instead of run: the timer must finish the caller's
+    queued work before do_bench_cudagraph warms up on its side stream (run20, run21)."""
+    calls = []
+    monkeypatch.setattr(example.torch.cuda, "synchronize", lambda *args, **kwargs: calls.append("synchronize"))
+    monkeypatch.setattr(example.triton.testing, "do_bench_cudagraph",
+                        lambda fn, **kwargs: calls.append("do_bench_cudagraph") or [1.0, 1.0, 1.0])
+    example.autotune_timer(lambda: None, (0.5, 0.2, 0.8))
+    return calls
+
+
+def first_calls_on_a_busy_stream(dtype: torch.dtype, call_and_reference) -> None:
+    """A first call autotunes. With the caller's stream still busy, the reference computed just before it
+    (its temporaries freed, the kernels that read them still queued) and the new output can share memory:
+    the autotuner's side-stream warm-up must not write the output before that work is done (run20, run21).
+    `call_and_reference(m)` makes operands with M = m rows, computes the reference, then calls the
+    launcher, and returns (output, reference); a new M each time, so each call autotunes."""
+    busy = torch.randn(8192, 8192, device=DEVICE, dtype=dtype)
+    for m in range(771, 787, 2):  # odd row counts
+        for _ in range(10):
+            busy @ busy  # milliseconds of queued work on the caller's stream
+        out, ref = call_and_reference(m)
+        torch.testing.assert_close(out, ref, **tolerances(dtype), msg=lambda msg, m=m: f"M={m}: {msg}")

@@ -3,7 +3,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from support import DEVICE, ON_GPU, requires_gpu, tolerances
+from support import DEVICE, ON_GPU, first_calls_on_a_busy_stream, requires_gpu, timer_call_order, tolerances
 
 # (M, N, K). The first ones keep A's and W's rows 16-byte aligned (descriptor kernel; N odd
 # makes W a view of a buffer with padded rows); the rest have odd K or N and take the
@@ -366,27 +366,18 @@ def test_gpu_every_descriptor_config_is_correct(dtype):
 
 
 def test_autotune_timer_waits_for_the_callers_stream(monkeypatch):
-    calls = []
-    monkeypatch.setattr(ex.torch.cuda, "synchronize", lambda *args, **kwargs: calls.append("synchronize"))
-    monkeypatch.setattr(ex.triton.testing, "do_bench_cudagraph",
-                        lambda fn, **kwargs: calls.append("do_bench_cudagraph") or [1.0, 1.0, 1.0])
-    ex.autotune_timer(lambda: None, (0.5, 0.2, 0.8))
-    assert calls == ["synchronize", "do_bench_cudagraph"]
+    assert timer_call_order(ex, monkeypatch) == ["synchronize", "do_bench_cudagraph"]
 
 
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gpu_first_calls_while_the_stream_is_busy(dtype):
-    """As in test_matmul: first calls (autotuning) right after a reference, with the stream still busy."""
-    busy = rand(8192, 8192, dtype=dtype)
-    for m in range(771, 787, 2):  # a new M each time, so each call autotunes
+    def call(m):
         a = rand(m, 520, dtype=dtype)
         w_t, bias = linear(520, 1000, dtype)
-        for _ in range(10):
-            busy @ busy  # milliseconds of queued work on the caller's stream
         ref = ex.linear_gelu_reference(a, w_t, bias)
-        out = ex.linear_gelu(a, w_t.contiguous(), bias)
-        torch.testing.assert_close(out, ref, **tolerances(dtype), msg=lambda msg, m=m: f"M={m}: {msg}")
+        return ex.linear_gelu(a, w_t.contiguous(), bias), ref
+    first_calls_on_a_busy_stream(dtype, call)
 
 
 @requires_gpu

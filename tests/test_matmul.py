@@ -3,7 +3,15 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
+from support import (
+    DEVICE,
+    FLOAT_DTYPES,
+    ON_GPU,
+    first_calls_on_a_busy_stream,
+    requires_gpu,
+    timer_call_order,
+    tolerances,
+)
 
 # Odd shapes: nothing is a multiple of the interpreter's 64 x 64 x 32 tile.
 SHAPES = [(127, 255, 33), (1, 1, 1), (65, 17, 70)]
@@ -191,29 +199,18 @@ def test_gpu_autotuned_matches_torch(shape, dtype):
 
 
 def test_autotune_timer_waits_for_the_callers_stream(monkeypatch):
-    # do_bench_cudagraph's warm-up runs on a side stream that does not wait for the caller's: the timer
-    # must finish the caller's queued work first (note 3 of the autotuning step on the matmul page)
-    calls = []
-    monkeypatch.setattr(ex.torch.cuda, "synchronize", lambda *args, **kwargs: calls.append("synchronize"))
-    monkeypatch.setattr(ex.triton.testing, "do_bench_cudagraph",
-                        lambda fn, **kwargs: calls.append("do_bench_cudagraph") or [1.0, 1.0, 1.0])
-    ex.autotune_timer(lambda: None, (0.5, 0.2, 0.8))
-    assert calls == ["synchronize", "do_bench_cudagraph"]
+    # note 3 of the autotuning step on the matmul page
+    assert timer_call_order(ex, monkeypatch) == ["synchronize", "do_bench_cudagraph"]
 
 
 @requires_gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_gpu_first_calls_while_the_stream_is_busy(dtype):
-    """A first call autotunes. With the caller's stream still busy, the reference computed just before it
-    (its temporaries freed, the kernels that read them still queued) and the new output can share memory:
-    the autotuner's side-stream warm-up must not write the output before that work is done (run20, run21)."""
-    busy = rand(8192, 8192, dtype=dtype)
-    for m in range(771, 787, 2):  # a new M each time, so each call autotunes; odd rows take descriptors
+    def call(m):  # odd row counts take descriptors
         a, b = operands(m, 1000, 520, dtype)
-        for _ in range(10):
-            busy @ busy  # milliseconds of queued work on the caller's stream
         ref = ex.matmul_torch(a, b)
-        torch.testing.assert_close(ex.matmul(a, b), ref, **tolerances(dtype), msg=lambda msg, m=m: f"M={m}: {msg}")
+        return ex.matmul(a, b), ref
+    first_calls_on_a_busy_stream(dtype, call)
 
 
 @requires_gpu
