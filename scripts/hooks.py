@@ -4,14 +4,16 @@ dispatches to a script that does the work and knows nothing of MkDocs:
 * ``on_config``: one page per ``examples/*.py`` under "Examples" in the nav, in reading order
   (``scripts/pages.py``).
 * ``on_pre_build``: turn each example into a notebook and execute it (``scripts/notebooks.py``:
-  worker processes, cached on the notebook's hash), and meanwhile read the results and redraw
-  every plot (``scripts/results.py``, ``scripts/plots.py``) and the widgets' data
+  worker processes, cached on the notebook's hash; each worker also renders the page of the
+  notebook it ran into mkdocs-jupyter's cache, ``scripts/jupyter_pages.py``), and meanwhile read
+  the results and redraw every plot (``scripts/results.py``, ``scripts/plots.py``) and the widgets' data
   (``scripts/schedules.py``, ``scripts/widget_data.py``, cached on their inputs).
 * ``on_files``: add those notebooks, plots and data files to the site.
 * ``on_nav``: under ``mkdocs serve --dirty``, re-render every page when a shared input changed.
 * ``on_page_markdown``: render the page's expressions (one registry, ``scripts/expressions.py``;
   an unknown or missing result fails the build, naming the page and line), add the numbers under
   each plot and the notices on top (``scripts/pages.py``).
+* ``on_page_content``: a notebook page links its stylesheets instead of inlining them.
 
 Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 """
@@ -25,9 +27,10 @@ from pathlib import Path
 import mkdocs.plugins
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
+from mkdocs.utils import get_relative_url
 
 import scripts
-from scripts import compare_runs, expressions, notebooks, pages, plots, results, schedules, sections
+from scripts import compare_runs, expressions, jupyter_pages, notebooks, pages, plots, results, schedules, sections
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,8 +94,8 @@ def notebook_title(src: Path) -> str:
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "notebooks", "schedules",
-           "pages", "expressions")
+HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "jupyter_pages", "notebooks",
+           "schedules", "pages", "expressions")
 
 
 def reload_helpers() -> None:
@@ -172,7 +175,9 @@ def on_pre_build(config, **kwargs):
     if problems:
         raise PluginError("examples/: " + "; ".join(problems))
     # the examples run in worker processes (scripts/notebooks.py) while this one draws the plots
-    run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed").start()
+    plugin = config["plugins"].get("mkdocs-jupyter")
+    run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed",
+                        pages=jupyter_pages.settings(plugin.config) if plugin is not None else None).start()
     try:
         _prepare_data()
         executed = run.wait()
@@ -264,9 +269,23 @@ def shared_inputs_key() -> str:
     return digest.hexdigest()
 
 
+def on_page_content(html, page, config, files, **kwargs):
+    """A notebook page links its stylesheets instead of carrying them (scripts/pages.py): each
+    of the 26 pages was 590 KB of the same CSS heavier, for every reader and for the search index."""
+    if not page.file.src_path.endswith(".ipynb"):
+        return html
+    html, styles = pages.external_styles(html, lambda path: get_relative_url(path, page.url))
+    _BUILD.setdefault("styles", {}).update(styles)
+    return html
+
+
 def on_post_build(config, **kwargs):
     if "inputs_key" in _BUILD:  # the pages now match these inputs
         write_if_changed(INPUTS_KEY, _BUILD["inputs_key"].encode())
+    # the stylesheets the notebook pages rendered in this build link (under `serve --dirty` a page
+    # not rendered again keeps its link, and its file stays in the served folder)
+    for name, css in _BUILD.pop("styles", {}).items():
+        write_if_changed(Path(config["site_dir"]) / pages.NOTEBOOK_STYLES / name, css.encode())
 
 
 def examples_table(page_path: str, data: results.Results | None = None) -> str:

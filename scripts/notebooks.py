@@ -3,11 +3,12 @@
 The site shows every example as a notebook with its output (the self-check it prints). A
 Jupyter kernel per notebook costs a kernel start and the torch and triton imports each time,
 about 3 s of CPU before the first line of an example runs, one notebook after another. Here
-``jobs`` worker processes (one per core) each import torch and triton once and run their share
-of the notebooks, every notebook in a fresh namespace named ``__main__`` (as a Jupyter kernel
-or ``python examples/<file>.py`` would), each code cell with its stdout and stderr captured
-into the cell's outputs, and the value of a cell's last bare expression shown as Jupyter
-shows it.
+``jobs`` worker processes (one per core) each import torch and triton once and take the
+notebooks from one queue, longest first, every notebook in a fresh namespace named ``__main__``
+(as a Jupyter kernel or ``python examples/<file>.py`` would), each code cell with its stdout and
+stderr captured into the cell's outputs, and the value of a cell's last bare expression shown as
+Jupyter shows it. A worker then renders the page of the notebook it ran into mkdocs-jupyter's
+cache (``scripts/jupyter_pages.py``), so the build's process does not convert them one by one.
 
 An executed notebook is cached under ``cache_dir`` on the sha256 of the notebook it was made
 from, and that notebook carries the example's source and the Python, torch and triton versions
@@ -129,11 +130,22 @@ def execute_notebook(nb: dict, name: str, source_dir: Path) -> dict:
 
 
 def _worker(out_dir: Path, paths: list[Path]) -> int:
-    """Run the notebooks one after another in this process; write each executed notebook to
-    out_dir/<stem>.ipynb. Exit status 1 and the error on stderr at the first failing cell."""
+    """Run the notebooks one after another in this process, each one that no other worker of the
+    run has claimed yet (so the workers share the list as a queue, longest first, and none waits
+    while another has a backlog); write each executed notebook to out_dir/<stem>.ipynb and, when
+    the run asks for it, its page into mkdocs-jupyter's cache (scripts/jupyter_pages.py). Exit
+    status 1 and the error on stderr at the first failing cell."""
     source_dir = out_dir / "cells"
     source_dir.mkdir(parents=True, exist_ok=True)
+    claims = out_dir.parent / "claims"
+    claims.mkdir(exist_ok=True)
+    pages_file = out_dir.parent / PAGES_FILE
+    pages = json.loads(pages_file.read_text()) if pages_file.exists() else None
     for path in paths:
+        try:
+            os.close(os.open(claims / path.stem, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue  # another worker has it
         nb = json.loads(path.read_text())
         t0 = time.perf_counter()
         try:
@@ -141,25 +153,27 @@ def _worker(out_dir: Path, paths: list[Path]) -> int:
         except NotebookError as err:
             print(err, file=sys.stderr)
             return 1
-        (out_dir / f"{path.stem}.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        executed = out_dir / f"{path.stem}.ipynb"
+        executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
         print(f"{TIMING_TAG} {path.stem} {time.perf_counter() - t0:.3f}", flush=True)
+        if pages is not None:
+            from scripts import jupyter_pages
+
+            jupyter_pages.prime(executed, pages)
     return 0
 
 
+PAGES_FILE = "pages.json"  # in a run's folder: where and how the workers render pages (None: they do not)
 TIMING_TAG = "notebooks-timing"  # the worker's stdout lines the build reads: "<tag> <stem> <seconds>"
 
 
 # ----------------------------------------------------------------------------- in the build
 
 
-def _shares(items: list[tuple[str, bytes]], jobs: int, weights: dict[str, float]) -> list[list[str]]:
-    """Split the notebooks over `jobs` workers, longest first onto the least loaded worker."""
-    loads = [[0.0, []] for _ in range(jobs)]
-    for stem, _ in sorted(items, key=lambda item: -weights.get(item[0], 5.0)):
-        share = min(loads, key=lambda load: load[0])
-        share[0] += weights.get(stem, 5.0)
-        share[1].append(stem)
-    return [names for _, names in loads if names]
+def _order(items: list[tuple[str, bytes]], weights: dict[str, float]) -> list[str]:
+    """The notebooks longest first (by their last measured time; unmeasured ones count 5 s), the
+    order in which the workers take them from their shared queue."""
+    return [stem for stem, _ in sorted(items, key=lambda item: -weights.get(item[0], 5.0))]
 
 
 class Run:
@@ -170,8 +184,10 @@ class Run:
     the cache only when every code cell ran. `close` stops the workers of a build that failed
     before collecting them."""
 
-    def __init__(self, notebooks: dict[str, bytes], cache_dir: Path, jobs: int | None = None):
+    def __init__(self, notebooks: dict[str, bytes], cache_dir: Path, jobs: int | None = None,
+                 pages: dict | None = None):
         self.cache_dir = Path(cache_dir)
+        self.pages = pages  # jupyter_pages.settings(...): the workers also render each page they run
         self.notebooks = notebooks
         self.cached = {stem: self.cache_dir / f"{stem}-{key_of(nb)}.ipynb" for stem, nb in notebooks.items()}
         self.missing = [(stem, nb) for stem, nb in notebooks.items() if not self.cached[stem].exists()]
@@ -188,10 +204,13 @@ class Run:
         (self.folder / "out").mkdir()
         for stem, nb in self.missing:
             (self.folder / "in" / f"{stem}.ipynb").write_bytes(nb)
+        if self.pages is not None:
+            (self.folder / PAGES_FILE).write_text(json.dumps(self.pages))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-        for names in _shares(self.missing, self.jobs, self._timings()):
-            cmd = [sys.executable, "-m", "scripts.notebooks", "--worker", str(self.folder / "out"),
-                   *[str(self.folder / "in" / f"{stem}.ipynb") for stem in names]]
+        names = _order(self.missing, self._timings())
+        cmd = [sys.executable, "-m", "scripts.notebooks", "--worker", str(self.folder / "out"),
+               *[str(self.folder / "in" / f"{stem}.ipynb") for stem in names]]
+        for _ in range(self.jobs):  # every worker gets the whole queue and claims one notebook at a time
             proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             self.procs.append((proc, names))
         return self
@@ -230,7 +249,7 @@ class Run:
                 if len(parts) == 3 and parts[0] == TIMING_TAG:
                     timings[parts[1]] = float(parts[2])
             if proc.returncode != 0:
-                failures.append(_failure_of(stderr) or f"worker for {names} exited with {proc.returncode}")
+                failures.append(_failure_of(stderr) or f"a worker of {names} exited with {proc.returncode}")
         if failures:
             raise NotebookError("\n\n".join(failures))
         for stem, _ in self.missing:

@@ -4,6 +4,7 @@ numbers under each plot, the notices on top of a page, and the map of the storie
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -131,3 +132,23 @@ def story_map(page_path: str, story_pages: list[tuple[str, Path]], sources: dict
             f"| {'<br>'.join(f'[{b}]({up}assets/plots/{b}.svg)' for b in benches) or '–'} "
             f"| `python examples/{src.name}` |")
     return "\n".join(rows)
+
+
+NOTEBOOK_STYLES = "assets/notebook"  # where a notebook page's stylesheets are served, one file per content
+STYLE_BLOCK = re.compile(r'<style type="text/css">(.*?)</style>', re.S)
+
+
+def external_styles(html: str, href) -> tuple[str, dict[str, str]]:
+    """A notebook page's inline stylesheets (mkdocs-jupyter puts the same 590 KB of nbconvert's CSS
+    into every one) as links to files named by their content: ``(html, {file name: css})``.
+    ``href(path)`` gives the URL of a site path from the page. The CSS has no relative URLs (only
+    ``data:`` ones), so it means the same from any folder."""
+    files: dict[str, str] = {}
+
+    def link(match: re.Match) -> str:
+        css = match.group(1)
+        name = f"{hashlib.sha256(css.encode()).hexdigest()[:16]}.css"
+        files[name] = css
+        return f'<link rel="stylesheet" href="{href(f"{NOTEBOOK_STYLES}/{name}")}">'
+
+    return STYLE_BLOCK.sub(link, html), files

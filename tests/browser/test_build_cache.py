@@ -5,6 +5,7 @@ work), and a changed input changes the key (so nothing is served stale). Site ti
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -134,10 +135,22 @@ def test_a_failing_worker_fails_the_run(tmp_path):
     assert not list((tmp_path / "cache").glob("bad-*.ipynb"))
 
 
-def test_shares_balance_the_measured_times():
+def test_the_queue_is_longest_first():
     items = [(s, b"") for s in "abcde"]
-    shares = notebooks._shares(items, 2, {"a": 10, "b": 6, "c": 4, "d": 1, "e": 1})
-    assert shares == [["a", "d"], ["b", "c", "e"]]  # 11 and 11 seconds
+    assert notebooks._order(items, {"a": 1, "b": 6, "c": 10, "e": 2}) == ["c", "b", "d", "e", "a"]  # d: 5 s
+
+
+def test_workers_share_one_queue_and_run_each_notebook_once(tmp_path):
+    nbs = {s: _notebook(tmp_path, s, f"# %%\nimport time\ntime.sleep(0.3)\nprint('{s} ran')\n") for s in "abcdef"}
+    run = notebooks.Run(nbs, tmp_path / "cache", jobs=2).start()
+    assert len(run.procs) == 2
+    ran = []
+    for proc, _ in run.procs:  # what each worker ran, from its timing lines
+        stdout, _ = proc.communicate()
+        ran.append([line.split()[1] for line in stdout.splitlines() if line.startswith(notebooks.TIMING_TAG)])
+        proc.stdout = proc.stderr = None  # read here already; the run's own collection gets nothing more
+    assert sorted(ran[0] + ran[1]) == list("abcdef")  # each one once
+    assert ran[0] and ran[1]  # and both workers had work
 
 
 def test_two_builds_at_once_each_cache_executed_notebooks(tmp_path):
@@ -176,3 +189,65 @@ def test_close_stops_the_workers(tmp_path):
     procs = [p for p, _ in run.procs]
     run.close()
     assert all(p.poll() is not None for p in procs) and not list((tmp_path / "cache").glob("run-*"))
+
+
+# ----------------------------------------------------------------------------- notebook pages
+
+from scripts import jupyter_pages, pages  # noqa: E402
+
+
+def _plugin():
+    from mkdocs.config import load_config
+
+    return load_config(str(hooks.ROOT / "mkdocs.yml"))["plugins"]["mkdocs-jupyter"]
+
+
+def test_workers_render_the_page_the_plugin_would_and_it_finds_it(tmp_path, monkeypatch):
+    from mkdocs.structure.files import File
+    from mkdocs.structure.pages import Page
+    from mkdocs_jupyter import convert
+
+    plugin = _plugin()
+    settings = jupyter_pages.settings(plugin.config, cwd=tmp_path)
+    assert settings is not None and settings["cache_dir"] == str(tmp_path / plugin.config["cache_dir"])
+    executed = notebooks.Run({"story": _notebook(tmp_path, "story", STORY)}, tmp_path / "executed",
+                             pages=settings).start().wait()
+    docs = tmp_path / "docs" / "examples"
+    docs.mkdir(parents=True)
+    (docs / "story.ipynb").write_bytes(executed["story"])  # the page's notebook, as the hook writes it
+    entry = jupyter_pages.cache_entry(docs / "story.ipynb", settings)
+    assert entry.exists()
+    # the plugin itself renders the page from that entry: it must not convert anything
+    monkeypatch.chdir(tmp_path)  # its cache_dir is relative to the working directory
+    plugin.config["execute"] = False
+    monkeypatch.setattr(convert, "nb2html", lambda *a, **k: pytest.fail("the plugin converted the notebook"))
+    config = load_site_config()
+    page = Page(None, File("examples/story.ipynb", str(tmp_path / "docs"), str(tmp_path / "site"), True), config)
+    plugin.on_pre_build(config)
+    plugin.on_pre_page(page, config, None)
+    page.render(config, None)
+    assert "main 42" in page.content and page.title == "A story"
+
+
+def load_site_config():
+    from mkdocs.config import load_config
+
+    return load_config(str(hooks.ROOT / "mkdocs.yml"))
+
+
+def test_a_notebook_page_links_its_stylesheets(tmp_path):
+    css = "body { color: red; }"
+    html = f'<p>x</p><style type="text/css">{css}</style><style>.own {{}}</style><style type="text/css">{css}</style>'
+    out, files = pages.external_styles(html, lambda path: "../../" + path)
+    (name,) = files
+    assert files[name] == css and name.endswith(".css")
+    assert out.count(f'<link rel="stylesheet" href="../../{pages.NOTEBOOK_STYLES}/{name}">') == 2
+    assert "<style>.own {}</style>" in out  # a page's own small style stays
+
+
+def test_settings_need_the_plugins_cache_and_no_execution():
+    config = {key: None for key in jupyter_pages.KEY_OPTIONS} | {"cache": True, "execute": False,
+                                                                   "cache_dir": ".c", "toc_depth": 3}
+    assert jupyter_pages.settings(config, cwd=Path("/x"))["options"]["toc_depth"] == 3
+    assert jupyter_pages.settings({**config, "cache": False}) is None
+    assert jupyter_pages.settings({**config, "execute": True}) is None
