@@ -8,6 +8,7 @@ byte-identical when the data did not change (fixed hash salt, no dates in the SV
 from __future__ import annotations
 
 import io
+import re
 import sys
 import textwrap
 from collections import defaultdict
@@ -196,11 +197,38 @@ def draw(data: results.Results, bench: str) -> bytes:
     fig.text(0.01, 0.02 / height, text, fontsize=7.5, color=INK)
     fig.legend(handles, names, fontsize=8.5, frameon=False, loc="lower left", ncol=2,
                bbox_to_anchor=(0.01, caption_h), borderaxespad=0.0)
-    fig.tight_layout(rect=(0, caption_h + legend_h, 1, 1))
+    _fit_axes(fig, ax, bottom=caption_h + legend_h, x_tick_size=10.0 if numeric else 8.0)
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     return buf.getvalue()
+
+
+def _fit_axes(fig, ax, bottom: float, x_tick_size: float) -> None:
+    """Place the axes so that their tick labels, axis labels and title fit the figure above
+    `bottom` (a fraction of its height), from the labels' lengths: what `fig.tight_layout` finds
+    by laying out every text once more, which cost 45% of drawing a plot (measured: 12 plots in
+    3.8 s of CPU with it, 2.1 s without). Widths are estimated at 0.62 em per character (DejaVu
+    Sans digits are 0.64 em), with a margin for the rest."""
+    w, h = fig.get_size_inches()
+    pt = 1 / 72  # inches
+
+    def labels(axis):
+        lo, hi = sorted(axis.get_view_interval())
+        locs = [v for v in axis.get_majorticklocs() if lo - 1e-9 * (hi - lo) <= v <= hi + 1e-9 * (hi - lo)]
+        return axis.get_major_formatter().format_ticks(locs)
+
+    def widest(texts, size):  # in inches; mathtext markup does not print
+        return max((len(re.sub(r"\\mathdefault|[${}^]", "", t)) for t in texts), default=0) * 0.62 * size * pt
+
+    tick_size, label_size, title_size = 10.0, 10.0, 12.0
+    tick_space = (3.5 + 3.5) * pt  # tick length and pad
+    raised = 1.5 if ax.get_xscale() == "log" else 1.2  # 2^k labels: the exponent makes them taller
+    left = widest(labels(ax.yaxis), tick_size) + tick_space + (label_size * 1.2 + 4.0) * pt + 0.08
+    below = x_tick_size * raised * pt + tick_space + (label_size * 1.2 + 4.0) * pt + 0.06
+    above = (title_size * 1.2 + 6.0) * pt + 0.08
+    right = max(0.15, widest(labels(ax.xaxis)[-1:], x_tick_size) / 2 + 0.05)
+    fig.subplots_adjust(left=left / w, right=1 - right / w, top=1 - above / h, bottom=bottom + below / h)
 
 
 def shared_plot_inputs(data: results.Results) -> dict:
