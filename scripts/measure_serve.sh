@@ -6,9 +6,14 @@
 set -u
 repo=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 work=$(mktemp -d)
+# The machine's own speed moves by 2x from hour to hour: one fixed pure-Python loop, timed, so
+# figures from different hours can be compared.
+python3 -c 'import time; t = time.perf_counter(); sum(range(10**7)); sum(i * i for i in range(10**7)); print(f"machine: reference loop {time.perf_counter() - t:.2f} s")'
 git clone -q "$repo" "$work/clone" && cd "$work/clone" || exit 1
 t0=$(date +%s.%N)
 setsid make serve > "$work/serve.log" 2>&1 &
+until [ -e .venv/.installed-site ]; do sleep 0.5; done
+echo "install done after $(echo "$(date +%s.%N) - $t0" | bc) s"
 until curl -sf http://127.0.0.1:8000/ >/dev/null 2>&1; do sleep 0.5; done
 echo "first page served after $(echo "$(date +%s.%N) - $t0" | bc) s"
 sleep 8
