@@ -16,7 +16,7 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # `make serve UV=` installs with pip only. uv does not read pip's configuration; a local
 # wheel folder pip is set up with (find-links) is passed on to it for torch.
 UV ?= $(BIN)/uv
-INSTALL = $(if $(UV),$(UV) pip install --python $(BIN)/python,$(BIN)/python -m pip install)
+INSTALL = $(if $(UV),$(UV) pip install --compile-bytecode --python $(BIN)/python,$(BIN)/python -m pip install)
 LOCAL_WHEELS = $(foreach d,$(shell $(PY) -m pip config get global.find-links 2>/dev/null),--find-links $(d))
 
 .PHONY: help install install-site serve build test test-latest-triton lint bench-tiny gpu-check clean
