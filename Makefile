@@ -12,7 +12,7 @@ TORCH ?= torch==2.13.0
 # with one (no index asked), else from PyTorch's CPU-only index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The installer: uv, itself installed with pip into the venv, resolves and installs the site's
-# ~90 packages in about 10 s where pip takes about 90 s (CONTRIBUTING.md, "Build speed").
+# ~90 packages several times faster than pip (CONTRIBUTING.md, "Build speed", has the times).
 # `make serve UV=` installs with pip only. uv does not read pip's configuration; a local
 # wheel folder pip is set up with (find-links) is passed on to it for torch.
 UV ?= $(BIN)/uv
