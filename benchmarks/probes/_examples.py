@@ -1,8 +1,10 @@
 """What the probes share: importing an example by file path (probes run as scripts, so this folder,
-not the repository root, is on sys.path: `from _examples import load_example`)."""
+not the repository root, is on sys.path: `from _examples import load_example`), a shape's label, the
+interleaved timing passes, and the wall-clock stand-in for do_bench on a dry run."""
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -14,3 +16,27 @@ def load_example(name: str):
     module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def shape_label(shape) -> str:
+    """(S, S, S) -> "S"; any other (M, N, K) -> "MxNxK"."""
+    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+
+
+def interleaved_times(cases: dict, passes: int = 3, **bench) -> dict[str, list[float]]:
+    """name -> the do_bench median (ms) of each pass; a pass times every case once, in order, so a
+    drift of the GPU's clocks spreads over all cases instead of landing on one."""
+    from triton.testing import do_bench
+
+    times = {name: [] for name in cases}
+    for _ in range(passes):
+        for name, fn in cases.items():
+            times[name].append(do_bench(fn, **bench))
+    return times
+
+
+def wall_clock_bench(fn, **_) -> float:
+    """A dry run's do_bench: the wall clock of one call in ms (no GPU timer), a smoke test only."""
+    t = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t) * 1e3

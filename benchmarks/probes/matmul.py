@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import linear_gelu as lg  # noqa: E402
 import matmul as mm  # noqa: E402
 import triton  # noqa: E402
+from _examples import shape_label, wall_clock_bench  # noqa: E402  (the probes' folder, sys.path[1])
 
 BUDGET_S = 80  # plus a few seconds of imports: under 90 s in all
 DRY = not torch.cuda.is_available()  # dry run: interpreter, tiny shapes
@@ -82,10 +83,6 @@ LG_CANDIDATES = [
     (128, 256, 64, 8, 3, True, True, True, True),
     (128, 256, 64, 8, 4, True, True, True, True),
 ]
-
-
-def label(shape) -> str:
-    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
 
 
 def mm_name(c) -> str:
@@ -157,12 +154,7 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)  # partial output survives a kill
     t0 = time.time()
     if DRY:
-        def do_bench(fn, **kw):  # no GPU timers: wall clock of one call, a smoke test only
-            t = time.perf_counter()
-            fn()
-            return (time.perf_counter() - t) * 1e3
-
-        do_bench_cudagraph = do_bench
+        do_bench = do_bench_cudagraph = wall_clock_bench
         dev, sms = torch.device("cpu"), 4
         print("# DRY RUN on the CPU interpreter: numbers are meaningless")
     else:
@@ -230,7 +222,7 @@ def main():
 
     def sweep_matmul(dtype, reserve_s):
         print(f"\n## matmul {dtype}: TFLOP/s do_bench/cudagraph, ratio = cudagraph / cuBLAS cudagraph")
-        row("variant", [label(s) for s in SHAPES])
+        row("variant", [shape_label(s) for s in SHAPES])
         cublas = {}
         for shape in SHAPES:
             a, b, ref, out = get(shape, dtype)
@@ -261,7 +253,7 @@ def main():
                 except Exception as err:
                     cells.append(type(err).__name__[:15])
                     if not str(err).startswith("out of resource"):
-                        print(f"# {mm_name(c)} {label(shape)}: {type(err).__name__}: {str(err)[:200]}")
+                        print(f"# {mm_name(c)} {shape_label(shape)}: {type(err).__name__}: {str(err)[:200]}")
             row(mm_name(c), cells)
         print(f"# best {dtype} per shape (cudagraph ratio / do_bench ratio to cuBLAS):")
         for shape in SHAPES:
@@ -269,7 +261,7 @@ def main():
             if ranked:
                 g, d, c = ranked[0]
                 bd = max(ranked, key=lambda t: t[1])
-                print(f"#   {label(shape):>14}: {mm_name(c):<30} {g / cublas[shape][1]:.2f}x cg; "
+                print(f"#   {shape_label(shape):>14}: {mm_name(c):<30} {g / cublas[shape][1]:.2f}x cg; "
                       f"best do_bench {mm_name(bd[2])} {bd[1] / cublas[shape][0]:.2f}x")
         print(f"# {time.time() - t0:.0f} s elapsed")
 
@@ -277,7 +269,7 @@ def main():
 
     # -- 4. linear + bias + GELU -----------------------------------------------------------
     print("\n## linear+bias+GELU fp16: TFLOP/s do_bench/cudagraph, ratio = do_bench / torch.compile do_bench")
-    row("variant", [label(s) for s in LG_SHAPES], width=22)
+    row("variant", [shape_label(s) for s in LG_SHAPES], width=22)
     data = {}
     for shape in LG_SHAPES:
         M, N, K = shape
@@ -302,7 +294,7 @@ def main():
                 cells.append(f"{peers[(name, shape)][0]:.0f}/{peers[(name, shape)][1]:.0f}")
             except Exception as err:
                 cells.append(type(err).__name__[:15])
-                print(f"# {name} {label(shape)}: {type(err).__name__}: {str(err)[:200]}")
+                print(f"# {name} {shape_label(shape)}: {type(err).__name__}: {str(err)[:200]}")
         row(name, cells, width=22)
     lg_best = {}
     for c in LG_CANDIDATES:
@@ -327,12 +319,12 @@ def main():
             except Exception as err:
                 cells.append(type(err).__name__[:15])
                 if not str(err).startswith("out of resource"):
-                    print(f"# {lg_name(c)} {label(shape)}: {type(err).__name__}: {str(err)[:200]}")
+                    print(f"# {lg_name(c)} {shape_label(shape)}: {type(err).__name__}: {str(err)[:200]}")
         row(lg_name(c), cells, width=22)
     for shape in LG_SHAPES:
         if shape in lg_best:
             v, c = max(lg_best[shape], key=lambda t: t[0])
-            print(f"# best linear+GELU {label(shape)}: {lg_name(c)} {v:.0f} TFLOP/s do_bench")
+            print(f"# best linear+GELU {shape_label(shape)}: {lg_name(c)} {v:.0f} TFLOP/s do_bench")
     # -- 5. host cost of the shipped launcher (autotuned, validating) ------------------------
     # At 1024^3 the kernel takes a few microseconds, so back-to-back calls measure the host.
     # If matmul() costs the host more than the kernel takes at 2048^3, do_bench there is

@@ -37,7 +37,7 @@ if not torch.cuda.is_available():
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from _examples import load_example  # noqa: E402  (this folder is on sys.path, see _examples.py)
+from _examples import load_example, shape_label, wall_clock_bench  # noqa: E402  (this folder is on sys.path, see _examples.py)
 
 mm = load_example("matmul")  # matmul_tma_kernel (non-persistent, in-kernel descriptors), tile_coords
 BUDGET_S = 100
@@ -174,10 +174,6 @@ def first_line(err) -> str:
     return f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}"
 
 
-def label(shape) -> str:
-    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
-
-
 @functools.cache
 def num_sms() -> int:  # 3 under the interpreter: tiny shapes still give programs 2 tiles and 1 tile
     return 3 if DRY else torch.cuda.get_device_properties(0).multi_processor_count
@@ -261,12 +257,8 @@ def main():
     sys.stdout.reconfigure(line_buffering=True)  # partial output survives a kill
     t0 = time.time()
     if DRY:
-        def do_bench(fn, **kw):  # no GPU timer: the wall clock of one call, a smoke test only
-            t = time.perf_counter()
-            fn()
-            return (time.perf_counter() - t) * 1e3
-
-        do_bench_cudagraph, dev = do_bench, torch.device("cpu")
+        do_bench = do_bench_cudagraph = wall_clock_bench
+        dev = torch.device("cpu")
         print("# DRY RUN on the CPU interpreter (fp16 only, tiny shapes, no compile pool): numbers are meaningless;"
               " num_ctas and warp_specialize are accepted but ignored by the interpreter")
     else:
@@ -284,7 +276,7 @@ def main():
         errors = precompile(jobs, seconds=max(20.0, 0.6 * BUDGET_S - (time.time() - t0)))
         print(f"# compiled and launched {len(jobs)} kernels in {time.time() - t0:.0f} s, {len(errors)} failed:")
         for (c, d, s), msg in errors.items():
-            print(f"#   {name(c)} {d} {label(s)}: {msg}")
+            print(f"#   {name(c)} {d} {shape_label(s)}: {msg}")
 
     inputs = {}
 
@@ -311,7 +303,7 @@ def main():
         if (c, dtype, spec) in errors:
             return "compile/launch"
         if time.time() - t0 > BUDGET_S:
-            skipped.append(f"{name(c)} {dtype} {label(shape)}")
+            skipped.append(f"{name(c)} {dtype} {shape_label(shape)}")
             return "skipped"
         a, b, ref, out = get(shape, dtype)
         fn = lambda: launch(c, a, b, out)
@@ -322,7 +314,7 @@ def main():
             scale = ref.abs().mean().item()
             if not torch.allclose(got, ref, rtol=tol, atol=tol * scale):
                 err = (got - ref).abs().max().item() / scale
-                print(f"# WRONG, not timed: {name(c)} {dtype} {label(shape)}: max error {err:.3g} x mean |ref|")
+                print(f"# WRONG, not timed: {name(c)} {dtype} {shape_label(shape)}: max error {err:.3g} x mean |ref|")
                 counts["WRONG"] += 1
                 return "WRONG"
             counts["correct"] += 1
@@ -331,7 +323,7 @@ def main():
                 torch.cuda.synchronize()
             gms = do_bench_cudagraph(fn, rep=10, return_mode="median")
         except Exception as err:
-            print(f"# {name(c)} {dtype} {label(shape)}: {first_line(err)}")
+            print(f"# {name(c)} {dtype} {shape_label(shape)}: {first_line(err)}")
             counts["error"] += 1
             return type(err).__name__[:14]
         v = results[(c, dtype, shape)] = (tflops(shape, ms), tflops(shape, gms))
@@ -351,7 +343,7 @@ def main():
                  [c for c in CANDIDATES if c[0] == "splitk"])]
     for title, cands in sections:
         print(f"\n## {title}: TFLOP/s do_bench/cudagraph, ratio = cuBLAS cudagraph time / this cudagraph time")
-        row("dtype candidate", [label(s) for s in SHAPES])
+        row("dtype candidate", [shape_label(s) for s in SHAPES])
         for c in cands:
             for dtype in DTYPES:  # dtypes interleaved, so a time-guard stop cuts both alike
                 row(f"{dtype} {name(c)}", [point(c, dtype, s) for s in SHAPES])
@@ -369,7 +361,7 @@ def main():
                     continue
                 v, c = max(mine, key=lambda t: t[0][1])
                 ratio = f"{v[1] / base[1]:.2f}x" if base else "-"
-                print(f"{dtype:<6}{label(shape):<16}{kind:<10}{name(c):<34}{v[0]:>9.0f}{v[1]:>10.0f}{ratio:>10}")
+                print(f"{dtype:<6}{shape_label(shape):<16}{kind:<10}{name(c):<34}{v[0]:>9.0f}{v[1]:>10.0f}{ratio:>10}")
     print("# checked against the fp32 product: " + ", ".join(f"{n} {k}" for k, n in counts.items())
           + f"; {len(errors)} (candidate, dtype, specialization) failed to compile or launch")
     if skipped:

@@ -25,7 +25,7 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-from _examples import load_example  # this folder is on sys.path (see _examples.py)
+from _examples import interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
 
 
 @triton.jit
@@ -99,10 +99,7 @@ def main() -> None:
             if "copy" in name:
                 fn()
                 torch.testing.assert_close(y, x, rtol=0, atol=0)
-        times = {name: [] for name in cases}
-        for _ in range(3):
-            for name, fn in cases.items():
-                times[name].append(triton.testing.do_bench(fn, warmup=5, rep=30))
+        times = interleaved_times(cases, warmup=5, rep=30)
         print(f"\n## N = {n}, M = {m}, launcher step: {variant}")
         print(f"{'case':40s} {'ms':>8s} {'GB/s':>8s} {'% of ceiling':>13s} {'spread':>7s}")
         for name, ts in times.items():

@@ -14,7 +14,7 @@ import statistics
 
 import torch
 import triton
-from _examples import load_example  # this folder is on sys.path (see _examples.py)
+from _examples import interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
 
 
 def main() -> None:
@@ -37,10 +37,7 @@ def main() -> None:
         for name, fn in cases.items():
             if not name.startswith("torch"):
                 torch.testing.assert_close(fn(), want, rtol=1e-5, atol=1e-6)
-        times = {name: [] for name in cases}
-        for _ in range(3):
-            for name, fn in cases.items():
-                times[name].append(triton.testing.do_bench(fn, warmup=5, rep=30))
+        times = interleaved_times(cases, warmup=5, rep=30)
         copy_ms = statistics.median(times["torch copy (same bytes)"])
         print(f"\n## N = {n}, M = {x.shape[0]}")
         print(f"{'case':38s} {'ms':>8s} {'GB/s':>8s} {'% of copy':>10s} {'spread':>7s}")
