@@ -12,11 +12,12 @@ TORCH ?= torch==2.13.0
 # with one (no index asked), else from PyTorch's CPU-only index.
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 # The installer: uv, itself installed with pip into the venv, resolves and installs the site's
-# ~90 packages several times faster than pip (CONTRIBUTING.md, "Build speed", has the times).
+# ~90 packages in about a third of pip's time (CONTRIBUTING.md, "Build speed", has the times).
 # `make serve UV=` installs with pip only. uv does not read pip's configuration; a local
 # wheel folder pip is set up with (find-links) is passed on to it for torch.
-UV ?= $(BIN)/uv
-INSTALL = $(if $(UV),$(UV) pip install --compile-bytecode --python $(BIN)/python,$(BIN)/python -m pip install)
+UV ?= 1
+INSTALL_INTO = $(if $(UV),$(1)/bin/uv pip install --compile-bytecode --python $(1)/bin/python,$(1)/bin/python -m pip install)
+INSTALL = $(call INSTALL_INTO,$(VENV))
 LOCAL_WHEELS = $(foreach d,$(shell $(PY) -m pip config get global.find-links 2>/dev/null),--find-links $(d))
 
 .PHONY: help install install-site serve build test test-latest-triton lint bench-tiny gpu-check clean
@@ -73,8 +74,7 @@ test: install
 LATEST := .venv-triton-latest
 test-latest-triton:
 	$(MAKE) --no-print-directory install VENV=$(LATEST)
-	$(if $(UV),$(LATEST)/bin/uv pip install --python $(LATEST)/bin/python,$(LATEST)/bin/python -m pip install) \
-	  -q --upgrade --no-deps triton
+	$(call INSTALL_INTO,$(LATEST)) -q --upgrade --no-deps triton
 	$(LATEST)/bin/python -c "import triton; print('newest triton:', triton.__version__)"
 	$(LATEST)/bin/pytest -n 2 tests --ignore=tests/browser -p no:cacheprovider
 
