@@ -235,9 +235,10 @@ def _sm_count(device: torch.device) -> int:
 
 
 def _num_groups(n_rows: int, block_n: int, device: torch.device) -> int:
-    """Stage 1's grid: as many programs per SM as the register file holds (1 to 4), at most one per row."""
+    """Stage 1's grid: as many programs per SM as the register file holds (1 to 4), at most one per row.
+    n_rows >= 1; under torch.compile with dynamic shapes it is a torch.SymInt, and so is the result."""
     per_sm = min(4, max(1, REGISTER_FILE // (5 * 4 * block_n)))  # (2)!
-    return max(1, min(n_rows, _sm_count(device) * per_sm))
+    return torch.sym_min(n_rows, _sm_count(device) * per_sm)
 
 
 def _launcher(kernel, wrap: bool):
@@ -335,10 +336,12 @@ def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean
     if n_cols > MAX_N:
         raise ValueError(f"x's last dim N = {n_cols} is longer than MAX_N = {MAX_N}")
     block_n = triton.next_power_of_2(n_cols)
-    groups = _num_groups(n_rows, block_n, x.device) if num_groups is None else num_groups
-    if isinstance(groups, bool) or not isinstance(groups, int) or not 1 <= groups <= INT32_MAX:
-        raise ValueError(f"num_groups must be a positive int (programs of stage 1), got {groups!r}")
-    groups = min(groups, n_rows)  # a group with no rows would only add zeros
+    if num_groups is None:
+        groups = _num_groups(n_rows, block_n, x.device)  # a SymInt when compiled with dynamic shapes
+    elif isinstance(num_groups, bool) or not isinstance(num_groups, int) or not 1 <= num_groups <= INT32_MAX:
+        raise ValueError(f"num_groups must be a positive int (programs of stage 1), got {num_groups!r}")
+    else:
+        groups = torch.sym_min(num_groups, n_rows)  # a group with no rows would only add zeros
     dw_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)  # (4)!
     db_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)
     _launcher(layer_norm_bwd_kernel, wrap)[(groups,)](
@@ -432,6 +435,92 @@ def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps
     _check_inputs(x, weight, bias, eps)
     return layer_norm_fwd_op(x, weight, bias, float(eps))[0]
 # --8<-- [end:triton-op]
+
+
+# %% [markdown]
+# ## Checked from outside: float64 autograd and `opcheck`
+#
+# The launchers take no float64, so `gradcheck` cannot run on them. The
+# comparison it makes can be done by hand: both entry points' output and three
+# gradients in fp32 against torch's autograd run in float64 on
+# `F.layer_norm`. Then `opcheck` on both registered operators. On a GPU that
+# includes `test_aot_dispatch_dynamic`, which traces the backward with symbolic
+# shapes: the row count is a `torch.SymInt` there, and so is stage 1's group
+# count (`torch.sym_min` in `_num_groups` keeps it one instead of asking for a
+# plain int). On the CPU only two of `opcheck`'s checks can run for a
+# `triton_op` (see "Shipping in PyTorch").
+
+
+# %%
+# --8<-- [start:autograd-checks]
+def check_gradients(rows: int = 6, cols: int = 37, eps: float = 1e-5) -> None:
+    x, dy = torch.randn(rows, cols, device=DEVICE), torch.randn(rows, cols, device=DEVICE)
+    w, b = torch.randn(cols, device=DEVICE), torch.randn(cols, device=DEVICE)
+    x64, w64, b64 = (t.double().requires_grad_(True) for t in (x, w, b))
+    y64 = F.layer_norm(x64, (cols,), w64, b64, eps)
+    want = (y64.detach(), *torch.autograd.grad(y64, (x64, w64, b64), dy.double()))
+    for fn in (layer_norm, layer_norm_op):
+        xg, wg, bg = (t.clone().requires_grad_(True) for t in (x, w, b))
+        y = fn(xg, wg, bg, eps)
+        got = (y.detach(), *torch.autograd.grad(y, (xg, wg, bg), dy))
+        for name, g, r in zip(("y", "dx", "dweight", "dbias"), got, want, strict=True):
+            torch.testing.assert_close(g.double(), r, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m, f=fn.__name__, n=name: f"{f}, {n}: {m}")
+    checks = ("test_schema", "test_autograd_registration")
+    if DEVICE.type == "cuda":
+        checks += ("test_faketensor", "test_aot_dispatch_dynamic")
+    torch.library.opcheck(layer_norm_fwd_op, (x.clone().requires_grad_(True), w, b, eps), test_utils=checks)
+    _, mean, rstd = layer_norm_fwd(x, w, b, eps)
+    torch.library.opcheck(layer_norm_bwd_op, (dy, x, w, mean, rstd), test_utils=checks)
+    print(f"layer_norm: y, dx, dweight and dbias match float64 autograd; opcheck {list(checks)} passed "
+          f"on {DEVICE.type}")
+# --8<-- [end:autograd-checks]
+
+
+# %% [markdown]
+# ## In a model, under `torch.compile`
+#
+# A pre-norm residual MLP. Compiled with `fullgraph=True`, once with static
+# shapes and once with `dynamic=True` (the row count symbolic, as a model that
+# sees many sequence lengths gets it), and compared with eager mode: the output
+# and every parameter's gradient.
+
+
+# %%
+# --8<-- [start:model]
+class PreNormMLP(torch.nn.Module):
+    def __init__(self, d: int = 64, hidden: int = 128):
+        super().__init__()
+        self.norm_weight = torch.nn.Parameter(torch.ones(d))
+        self.norm_bias = torch.nn.Parameter(torch.zeros(d))
+        self.up, self.down = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = layer_norm_op(x, self.norm_weight, self.norm_bias)
+        return x + self.down(torch.relu(self.up(h)))
+
+
+def check_model(batch: int = 3, seq: int = 11, d: int = 64) -> None:
+    torch.manual_seed(0)
+    model = PreNormMLP(d).to(DEVICE)
+    x = torch.randn(batch, seq, d, device=DEVICE)
+    eager = model(x)
+    eager.square().mean().backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+    if DEVICE.type != "cuda":  # (1)!
+        print("layer_norm: MLP forward and backward ran eagerly (torch.compile of a triton_op needs a GPU)")
+        return
+    for dynamic in (False, True):
+        torch.compiler.reset()
+        model.zero_grad()
+        out = torch.compile(model, fullgraph=True, dynamic=dynamic)(x)
+        out.square().mean().backward()
+        torch.testing.assert_close(out, eager, rtol=2e-3, atol=2e-3)
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(p.grad, grads[name], rtol=2e-3, atol=2e-3,
+                                       msg=lambda m, n=name, dyn=dynamic: f"dynamic={dyn}, {n}: {m}")
+    print("layer_norm: MLP under torch.compile(fullgraph=True), static and dynamic shapes, matches eager")
+# --8<-- [end:model]
 
 
 # %% [markdown]
@@ -572,3 +661,5 @@ def _compiled_peer(fn, *inputs, **options) -> dict:
 # %%
 if __name__ == "__main__":
     self_check()
+    check_gradients()
+    check_model()

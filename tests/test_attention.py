@@ -305,24 +305,10 @@ def test_gpu_opcheck_all():
     torch.library.opcheck(ex._attention_fwd_op, (q, k, v, True, 0.25))
 
 
-class TinyAttention(torch.nn.Module):
-    def __init__(self, dim=64, heads=2):
-        super().__init__()
-        self.heads = heads
-        self.qkv = torch.nn.Linear(dim, 3 * dim)
-        self.out = torch.nn.Linear(dim, dim)
-
-    def forward(self, x):  # (b, s, dim)
-        b, s, dim = x.shape
-        q, k, v = self.qkv(x).view(b, s, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
-        o = ex.attention(q, k, v, causal=True)  # strided views straight into the op
-        return self.out(o.transpose(1, 2).reshape(b, s, dim))
-
-
 @pytest.mark.xfail(not ON_GPU, reason=INTERPRETER_FAKE, strict=True)
 def test_gpu_compile_fullgraph_module():
     torch._dynamo.reset()
-    model = TinyAttention().to(DEVICE)
+    model = ex.AttentionBlock().to(DEVICE)
     compiled = torch.compile(model, fullgraph=True, backend="inductor" if ON_GPU else "aot_eager")
     x = torch.randn(2, 50, 64, device=DEVICE)
     y = compiled(x)
@@ -336,14 +322,23 @@ def test_gpu_compile_fullgraph_module():
         torch.testing.assert_close(g, p.grad, rtol=1e-3, atol=1e-3)
 
 
-def test_eager_module_matches_reference():
-    model = TinyAttention().to(DEVICE)
+def test_eager_block_matches_reference():
+    model = ex.AttentionBlock().to(DEVICE)
     x = torch.randn(2, 30, 64, device=DEVICE)
     got = model(x)
     b, s, dim = x.shape
-    q, k, v = model.qkv(x).view(b, s, 3, 2, dim // 2).permute(2, 0, 3, 1, 4)
-    want = model.out(ex.attention_torch(q, k, v, True).transpose(1, 2).reshape(b, s, dim))
+    q, k, v = model.qkv(model.norm(x)).view(b, s, 3, 2, dim // 2).permute(2, 0, 3, 1, 4)  # strided views
+    want = x + model.out(ex.attention_torch(q, k, v, True).transpose(1, 2).reshape(b, s, dim))
     torch.testing.assert_close(got, want, **FP32)
+
+
+def test_gradient_checks_and_model_run(capsys):
+    # on a GPU: all four opcheck checks and the block compiled with fullgraph=True against eager mode
+    ex.check_gradients(seq=9)
+    ex.check_model(seq=13)
+    out = capsys.readouterr().out
+    assert "match float64 autograd" in out
+    assert ("matches eager" if ON_GPU else "ran eagerly") in out
 
 
 @requires_gpu
