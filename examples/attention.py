@@ -148,6 +148,16 @@ def naive_pv_kernel(
 # --8<-- [start:naive-launcher]
 def attention_naive(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
     """Attention as three kernels through HBM: S (fp32), P (input dtype), O."""
+    stages = naive_stages(q, k, v, causal, sm_scale)
+    for name in ("scores", "softmax", "pv"):
+        stages[name]()
+    return stages["o"]
+
+
+def naive_stages(q, k, v, causal: bool = False, sm_scale: float | None = None) -> dict:
+    """The three launches of `attention_naive` as separate calls, and the buffers they pass on:
+    {"scores", "softmax", "pv": callables, run in that order; "s", "p", "o": their outputs}.
+    The benchmark times each launch alone to measure its traffic."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     B, H, M, D = q.shape
     N = k.shape[2]
@@ -158,20 +168,27 @@ def attention_naive(q, k, v, causal: bool = False, sm_scale: float | None = None
         raise ValueError(f"q has batch x heads x seq_q = {B * H * M} rows of scores: the naive softmax takes "
                          f"at most {INT32_MAX} (one program per row); use attention()")
     o = torch.empty((B, H, M, D), device=q.device, dtype=q.dtype)
-    if o.numel() == 0:
-        return o
     s = torch.empty((B, H, M, N), device=q.device, dtype=torch.float32)
     p = torch.empty((B, H, M, N), device=q.device, dtype=q.dtype)
+    if o.numel() == 0:
+        return {"scores": lambda: None, "softmax": lambda: None, "pv": lambda: None, "s": s, "p": p, "o": o}
     bm, bn = (16, 16) if q.device.type == "cpu" else (64, 64)
     precision = FP32_PRECISION if q.dtype == torch.float32 else "tf32"
-    naive_scores_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn), B * H)](
-        q, k, s, *q.stride()[:3], *k.stride()[:3], H, M, N, sm_scale,
-        CAUSAL=causal, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PRECISION=precision)
     softmax_block = min(4096, triton.next_power_of_2(N))
-    naive_softmax_kernel[(B * H * M,)](s, p, N, BLOCK_N=softmax_block, num_warps=8 if softmax_block >= 2048 else 4)
-    naive_pv_kernel[(triton.cdiv(M, bm), B * H)](
-        p, v, o, *v.stride()[:3], H, M, N, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PRECISION=precision)
-    return o
+
+    def scores():
+        naive_scores_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn), B * H)](
+            q, k, s, *q.stride()[:3], *k.stride()[:3], H, M, N, sm_scale,
+            CAUSAL=causal, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PRECISION=precision)
+
+    def softmax():
+        naive_softmax_kernel[(B * H * M,)](s, p, N, BLOCK_N=softmax_block, num_warps=8 if softmax_block >= 2048 else 4)
+
+    def pv():
+        naive_pv_kernel[(triton.cdiv(M, bm), B * H)](
+            p, v, o, *v.stride()[:3], H, M, N, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PRECISION=precision)
+
+    return {"scores": scores, "softmax": softmax, "pv": pv, "s": s, "p": p, "o": o}
 
 
 def naive_bytes(batch, heads, seq_q, seq_k, head_dim, dtype=torch.float16) -> dict:
@@ -831,23 +848,33 @@ def self_check(seqs=(1, 33), head_dim=32) -> None:
 # %% [markdown]
 # ## Benchmark spec
 #
-# 16 heads and `batch * seq = 16384` tokens at every length (batch 16 at 1024,
-# 4 at 4096, 1 at 16384). FLOPs: the forward does two matmuls of `seq x seq x
+# Batch 32 x 16 heads at every length. Every (dtype, head_dim, causal) of fp16 and
+# bf16, head dims 64 and 128, at seq 1024 and 4096, forward and backward; the fp16
+# causal head-dim-128 case also at 16384 (one point there costs about as much as the
+# whole sweep below it). FLOPs: the forward does two matmuls of `seq x seq x
 # head_dim` per (batch, head), `4 * B * H * seq^2 * D`, half of it when causal; the
 # backward is counted as 2.5 times the forward (its five matmuls; ours does seven,
 # recomputing `S` in both kernels). A backward point times the backward only: each
 # provider runs its forward once at set-up with autograd recording, and `fn` calls
 # `torch.autograd.grad(out, (q, k, v), do, retain_graph=True)`, the same for all.
 # `sdpa` is `scaled_dot_product_attention` with PyTorch's own backend choice
-# (`sdpa_backend` says which); `sdpa-flash` and `sdpa-cudnn` force a backend. On the
-# CPU (the `--tiny` check) there is no backend choice and `flex` runs uncompiled.
+# (`sdpa_backend` says which); `sdpa-flash` and `sdpa-cudnn` force a backend; `flex`
+# is `flex_attention` compiled for the shape, forward and backward. The naive
+# version's three kernels are also timed one by one in GB/s of the bytes each must
+# move (`naive_bytes`), against the copy ceiling. Every provider of a point gets the
+# same inputs (a seeded generator), so the fp32 reference is computed once per
+# point. On the CPU (the `--tiny` check) there is no backend choice and `flex` runs
+# uncompiled.
 
 
 # %%
-TOKENS, HEADS = 16384, 16
-SEQS = [1024, 4096, 16384]
+BATCH, HEADS = 32, 16
+SEQS = [1024, 4096]
+LONG_SEQS = [1024, 4096, 16384]
 SDPA_BACKENDS = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-cudnn": "CUDNN_ATTENTION"}
 PEERS = ["triton", "sdpa", "sdpa-flash", "sdpa-cudnn"]
+NAIVE_STAGES = ["scores", "softmax", "pv"]
+NAIVE_BATCH = 4  # the traffic bench: S alone is 4.3 GB at seq 4096 (34 GB at batch 32)
 
 
 def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=False):
@@ -855,7 +882,7 @@ def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=Fals
     return {
         "name": tag,
         "title": f"Attention {'forward' if direction == 'fwd' else 'backward'}, {dtype}, head_dim {head_dim}"
-                 f"{', causal' if causal else ''}, 16 heads, batch x seq = 16384",
+                 f"{', causal' if causal else ''}, batch 32 x 16 heads",
         "x_name": "seq",
         "x_vals": seqs,
         "tiny_x_vals": tiny if dtype == "fp16" else [],  # bf16 is wrong in the interpreter
@@ -874,13 +901,23 @@ def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=Fals
 
 BENCHMARKS = [
     _spec("fwd", "fp16", 128, False, SEQS, [17, 64], naive=True),
-    _spec("fwd", "fp16", 128, True, SEQS, [64], flex=True),
+    _spec("fwd", "fp16", 128, True, LONG_SEQS, [64], flex=True),
     _spec("bwd", "fp16", 128, False, SEQS, [17]),
-    _spec("bwd", "fp16", 128, True, SEQS, [40]),  # flex=True adds 3 compiles of ~30 s: over the time budget
-    _spec("fwd", "fp16", 64, True, [4096], [33]),
-    _spec("bwd", "fp16", 64, True, [4096], [33]),
-    _spec("fwd", "bf16", 128, True, [4096], []),
-    _spec("bwd", "bf16", 128, True, [4096], []),
+    _spec("bwd", "fp16", 128, True, LONG_SEQS, [40], flex=True),
+    *(_spec(direction, dtype, head_dim, causal, SEQS, [33])
+      for dtype, head_dim in (("fp16", 64), ("bf16", 128), ("bf16", 64))
+      for causal in (False, True) for direction in ("fwd", "bwd")),
+    {
+        "name": "attention_naive_traffic",
+        "title": "Naive attention, each kernel alone: fp16, head_dim 128, batch 4 x 16 heads",
+        "x_name": "seq",
+        "x_vals": SEQS,
+        "tiny_x_vals": [33],
+        "providers": NAIVE_STAGES,
+        "metric": "GB/s",
+        "ceiling": "copy",
+        "args": {"direction": "naive", "dtype": "fp16", "head_dim": 128, "causal": False},
+    },
 ]
 _DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 
@@ -932,15 +969,58 @@ def _reference(q, k, v, causal, do=None):
     return outs[0] if do is None else tuple(outs)
 
 
+_REFERENCE_CACHE: dict = {}  # the last point's reference: every provider of a point shares its inputs
+
+
+def _cached_reference(key, compute):
+    if key not in _REFERENCE_CACHE:
+        _REFERENCE_CACHE.clear()  # one point at a time: a 16384 backward reference holds 6 GB
+        _REFERENCE_CACHE[key] = compute()
+    return _REFERENCE_CACHE[key]
+
+
+def _naive_case(key, provider, q, k, v, dt):
+    """One naive kernel alone, on the buffers of the kernels before it: the three kernels run once
+    per point, and every provider (kernel) of the point times its own launch on the shared buffers."""
+    def run_all():
+        stages = naive_stages(q, k, v)
+        for name in NAIVE_STAGES:
+            stages[name]()
+        return stages
+
+    stages = _cached_reference(key, run_all)
+    out = {"scores": "s", "softmax": "p", "pv": "o"}[provider]
+    want = stages[out].clone()  # what the chain produced; the reference below checks the chain itself
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    refs = {"scores": lambda: (q.float() @ k.float().transpose(-1, -2)) * scale,
+            "softmax": lambda: torch.softmax(stages["s"], dim=-1).to(dt),
+            "pv": lambda: (stages["p"].float() @ v.float()).to(dt)}
+
+    def fn():
+        stages[provider]()
+        return stages[out]
+
+    def ref():
+        torch.testing.assert_close(want, refs[provider](), rtol=2e-2, atol=2e-2)  # the chain's own output
+        return want  # and the timed launch must reproduce it exactly (the same inputs, the same kernel)
+
+    return {"fn": fn, "ref": ref, "work": naive_bytes(*q.shape[:3], k.shape[2], q.shape[3], dt)[provider],
+            "rtol": 0.0, "atol": 0.0}
+
+
 def bench_case(name: str, provider: str, x: int, device=None, direction="fwd", dtype="fp16", head_dim=128,
                causal=False) -> dict:
     """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
     device = DEVICE if device is None else device
-    batch, heads = max(1, TOKENS // x), HEADS
+    batch, heads = BATCH, HEADS
     if device.type != "cuda":
         batch, heads = 1, 2  # the interpreter's tiny run checks the code path, not the size
     dt = _DTYPES[dtype]
-    q, k, v = (torch.randn(batch, heads, x, head_dim, device=device, dtype=dt) for _ in range(3))
+    gen = torch.Generator(device=device).manual_seed(x)  # the same inputs for every provider of the point
+    q, k, v = (torch.randn(batch, heads, x, head_dim, device=device, dtype=dt, generator=gen) for _ in range(3))
+    key = (name, x, device.type)
+    if direction == "naive":
+        return _naive_case(key, provider, q[:NAIVE_BATCH], k[:NAIVE_BATCH], v[:NAIVE_BATCH], dt)
     flops = 4.0 * batch * heads * x * x * head_dim * (0.5 if causal else 1.0)
     forwards = {
         "triton": lambda a, b, c: attention(a, b, c, causal),
@@ -955,10 +1035,11 @@ def bench_case(name: str, provider: str, x: int, device=None, direction="fwd", d
             peer = _compiled_peer(_flex, q, k, v, _flex_mask(x, device, causal))
         else:
             peer = {"fn": lambda: forwards[provider](q, k, v)}
-        return {**peer, "ref": lambda: _reference(q, k, v, causal).to(dt), "work": flops, "rtol": tol, "atol": tol}
+        ref = lambda: _cached_reference(key, lambda: _reference(q, k, v, causal).to(dt))  # noqa: E731
+        return {**peer, "ref": ref, "work": flops, "rtol": tol, "atol": tol}
     # backward: the forward runs once here (flex compiled on its first call), fn runs only the backward
     leaves = tuple(t.requires_grad_(True) for t in (q, k, v))
-    do = torch.randn_like(q)
+    do = torch.randn(q.shape, device=device, dtype=dt, generator=gen)
     state = {}
 
     def fn():
@@ -972,8 +1053,10 @@ def bench_case(name: str, provider: str, x: int, device=None, direction="fwd", d
                 state["out"] = forwards[provider](*leaves)
         return torch.autograd.grad(state["out"], leaves, do, retain_graph=True)
 
-    return {"fn": fn, "ref": lambda: tuple(g.to(dt) for g in _reference(q, k, v, causal, do)),
-            "work": 2.5 * flops, "rtol": 2 * tol, "atol": 2 * tol}
+    def ref():
+        return _cached_reference(key, lambda: tuple(g.to(dt) for g in _reference(q, k, v, causal, do)))
+
+    return {"fn": fn, "ref": ref, "work": 2.5 * flops, "rtol": 2 * tol, "atol": 2 * tol}
 
 
 def _compiled_peer(fn, *inputs, **options) -> dict:
