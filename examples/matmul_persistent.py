@@ -154,13 +154,15 @@ def matmul_tma_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,  # split the loop into producer (TMA) and consumer (MMA) warps
     FLATTEN: tl.constexpr,  # flatten the tile loop and the K loop into one pipelined loop
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two (BLOCK_M, BLOCK_N / 2) halves
 ):
+    C_BLOCK_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],  # (1)!
                                        block_shape=[BLOCK_M, BLOCK_K])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
                                        block_shape=[BLOCK_K, BLOCK_N])
     c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                       block_shape=[BLOCK_M, BLOCK_N])
+                                       block_shape=[BLOCK_M, C_BLOCK_N])
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),
                             flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
@@ -172,7 +174,13 @@ def matmul_tma_kernel(
             a = a_desc.load([off_m, k * BLOCK_K])  # (2)!
             b = b_desc.load([k * BLOCK_K, off_n])
             acc = tl.dot(a, b, acc)
-        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))  # (3)!
+        if EPILOGUE_SUBTILE:  # (4)!
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([off_m, off_n], left.to(c_desc.dtype))  # (3)!
+            c_desc.store([off_m, off_n + BLOCK_N // 2], right.to(c_desc.dtype))
+        else:
+            c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
 # --8<-- [end:tma-kernel]
 
 
@@ -194,17 +202,18 @@ def _cfg(bm, bn, bk, group_m, warps, stages, **extra):
 
 def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
     """Autotune candidates for `variant` and `dtype` on this device (one config on the CPU)."""
-    extra = {"WARP_SPECIALIZE": False, "FLATTEN": True} if variant == "tma" else {}
+    extra = {"WARP_SPECIALIZE": False, "FLATTEN": True, "EPILOGUE_SUBTILE": False} if variant == "tma" else {}
     if DEVICE.type != "cuda":  # the interpreter: one config, no tuning
         return [_cfg(32, 32, 32, 4, 4, 1, **extra)]
     if dtype == torch.float32:  # 4-byte elements: half the K depth, or the stages overflow shared memory
         return [_cfg(128, 128, 32, 8, 8, 3, **extra), _cfg(64, 128, 32, 8, 4, 3, **extra)]
-    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024
+    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024; subtiled C at 4096-8192
         return [
-            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True),
-            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=True, FLATTEN=False),
-            _cfg(128, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True),
-            _cfg(64, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True),
+            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
+            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),
+            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=True, FLATTEN=False, EPILOGUE_SUBTILE=False),
+            _cfg(128, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
+            _cfg(64, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
         ]
     configs = [_cfg(128, 256, 64, 8, 8, 3), _cfg(128, 128, 64, 8, 8, 4), _cfg(64, 128, 64, 8, 4, 4)]
     if variant == "tiles":  # BLOCK_K = 32 measured best on ragged shapes (N = 3000)
