@@ -1,6 +1,6 @@
 """What the probes share: importing an example by file path (probes run as scripts, so this folder,
 not the repository root, is on sys.path: `from _examples import load_example`), a shape's label, the
-interleaved timing passes, and the wall-clock stand-in for do_bench on a dry run."""
+interleaved timing passes, the copy ceiling, and the wall-clock stand-in for do_bench on a dry run."""
 
 import importlib.util
 import sys
@@ -33,6 +33,20 @@ def interleaved_times(cases: dict, passes: int = 3, **bench) -> dict[str, list[f
         for name, fn in cases.items():
             times[name].append(do_bench(fn, **bench))
     return times
+
+
+def copy_ceiling() -> float:
+    """GB/s of a 2 GiB fp32 device copy (read + write), timed as the benchmarks time their ceiling:
+    do_bench median (L2 flushed), median of 3."""
+    import statistics
+
+    import torch
+    from triton.testing import do_bench
+
+    src = torch.empty(2**29, device="cuda")
+    dst = torch.empty_like(src)
+    ms = statistics.median(do_bench(lambda: dst.copy_(src), warmup=5, rep=60) for _ in range(3))
+    return 2 * src.numel() * 4 / ms / 1e6
 
 
 def wall_clock_bench(fn, **_) -> float:

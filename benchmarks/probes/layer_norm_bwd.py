@@ -27,7 +27,7 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-from _examples import load_example  # this folder is on sys.path (see _examples.py)
+from _examples import copy_ceiling, load_example  # this folder is on sys.path (see _examples.py)
 
 
 @triton.jit
@@ -49,15 +49,6 @@ def graph_times(cases: dict, passes: int = 3) -> dict[str, list[float]]:
         for name, fn in cases.items():
             times[name].append(do_bench_cudagraph(fn, rep=20))
     return times
-
-
-def copy_ceiling() -> float:
-    from triton.testing import do_bench
-
-    src = torch.empty(2**29, device="cuda")
-    dst = torch.empty_like(src)
-    ms = statistics.median(do_bench(lambda: dst.copy_(src), warmup=5, rep=60) for _ in range(3))
-    return 2 * src.numel() * 4 / ms / 1e6
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-from _examples import interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
+from _examples import copy_ceiling, interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
 
 
 @triton.jit
@@ -51,14 +51,6 @@ def chunk_kernel(x_ptr, y_ptr, counter_ptr, n_cols, stride_xm, stride_ym, n_chun
         e = tl.exp(x - m)
         x = e / tl.sum(e, axis=0)
     tl.store(y_ptr + tl.cast(row, tl.int64) * stride_ym + offs, x, mask=mask)
-
-
-def copy_ceiling() -> float:
-    """GB/s of a 2 GiB fp32 device copy (read + write), the benchmarks' ceiling, timed the same way."""
-    src = torch.empty(2**29, device="cuda")
-    dst = torch.empty_like(src)
-    ms = statistics.median(triton.testing.do_bench(lambda: dst.copy_(src), warmup=5, rep=60) for _ in range(3))
-    return 2 * src.numel() * 4 / ms / 1e6
 
 
 def main() -> None:
