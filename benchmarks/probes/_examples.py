@@ -23,15 +23,17 @@ def shape_label(shape) -> str:
     return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
 
 
-def interleaved_times(cases: dict, passes: int = 3, **bench) -> dict[str, list[float]]:
-    """name -> the do_bench median (ms) of each pass; a pass times every case once, in order, so a
-    drift of the GPU's clocks spreads over all cases instead of landing on one."""
-    from triton.testing import do_bench
+def interleaved_times(cases: dict, passes: int = 3, timer=None, **bench) -> dict[str, list[float]]:
+    """name -> the timer's median (ms) of each pass (`timer`: triton.testing.do_bench unless given, e.g.
+    do_bench_cudagraph); a pass times every case once, in order, so a drift of the GPU's clocks spreads
+    over all cases instead of landing on one."""
+    if timer is None:
+        from triton.testing import do_bench as timer
 
     times = {name: [] for name in cases}
     for _ in range(passes):
         for name, fn in cases.items():
-            times[name].append(do_bench(fn, **bench))
+            times[name].append(timer(fn, **bench))
     return times
 
 

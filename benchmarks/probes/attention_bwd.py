@@ -24,7 +24,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before any @triton.jit runs
 
 import triton  # noqa: E402
-from _examples import load_example, wall_clock_bench  # noqa: E402  (this folder is on sys.path, see _examples.py)
+from _examples import interleaved_times, load_example, wall_clock_bench  # noqa: E402  (this folder is on sys.path, see _examples.py)
 
 DRY = not torch.cuda.is_available()
 DEV = torch.device("cpu" if DRY else "cuda")
@@ -89,10 +89,7 @@ def main() -> None:
                         print(f"{name}: FAILED {type(err).__name__}: {str(err)[:200]}")
                         continue
                     cases[name] = (lambda pass_=pass_, s=s: launch(pass_, *s), 4 if pass_ == "dkdv" else 3)
-            times = {name: [] for name in cases}
-            for _ in range(3):
-                for name, (fn, _) in cases.items():
-                    times[name].append(bench(fn))
+            times = interleaved_times({name: fn for name, (fn, _) in cases.items()}, timer=bench)
             print(f"\n## head_dim {d}, {'causal' if causal else 'not causal'}")
             print(f"{'kernel and setting':34s} {'ms':>8s} {'TFLOP/s':>8s} {'regs':>5s} {'spills':>7s} {'spread':>7s}")
             for name, ts in times.items():

@@ -27,7 +27,8 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-from _examples import copy_ceiling, load_example  # this folder is on sys.path (see _examples.py)
+from _examples import copy_ceiling, interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
+from triton.testing import do_bench_cudagraph
 
 
 @triton.jit
@@ -39,16 +40,6 @@ def same_traffic_kernel(dy_ptr, x_ptr, dx_ptr, n_rows, n_cols, BLOCK_N: tl.const
         x = tl.load(x_ptr + row + cols, mask=mask, other=0.0)
         dy = tl.load(dy_ptr + row + cols, mask=mask, other=0.0)
         tl.store(dx_ptr + row + cols, x + dy, mask=mask)
-
-
-def graph_times(cases: dict, passes: int = 3) -> dict[str, list[float]]:
-    from triton.testing import do_bench_cudagraph
-
-    times = {name: [] for name in cases}
-    for _ in range(passes):
-        for name, fn in cases.items():
-            times[name].append(do_bench_cudagraph(fn, rep=20))
-    return times
 
 
 def main() -> None:
@@ -117,7 +108,7 @@ def main() -> None:
             g = min(m, sms * per_sm)
             if g != groups:
                 cases[f"stage 1, {g} programs ({per_sm}/SM)"] = (lambda g=g: stage1(g=g), io + 2 * g * n * 4)
-        times = graph_times({name: fn for name, (fn, _) in cases.items()})
+        times = interleaved_times({name: fn for name, (fn, _) in cases.items()}, timer=do_bench_cudagraph, rep=20)
         print(f"\n## N = {n}, M = {m}: stage 1 grid {groups} programs ({groups / sms:.0f}/SM), {warps} warps; "
               f"partial rows {parts / io:.1%} of stage 1's other bytes")
         print(f"{'case':46s} {'ms':>8s} {'counted GB':>11s} {'GB/s':>8s} {'% of ceiling':>13s} {'spread':>7s}")
