@@ -57,6 +57,7 @@ from scripts.results import sha256_of as sha256  # scripts/results.py: the diges
 
 ROOT = Path(__file__).resolve().parent.parent
 VERIFIED_DIR = ROOT / "benchmarks" / "verified"
+OUTPUTS = "outputs"  # VERIFIED_DIR/outputs/<gpu>.json: what each example printed in the recorded run
 README = ROOT / "README.md"
 PROPERTIES = "tests/test_properties.py"
 README_START, README_END = "<!-- verified:start -->", "<!-- verified:end -->"
@@ -422,6 +423,59 @@ def write_record(record: dict, directory: Path) -> Path:
     return path
 
 
+def example_outputs(logs: Path, names: list[str]) -> dict[str, str]:
+    """name -> what `python examples/<name>.py` printed (stdout and stderr), from the examples step's
+    logs (their first line, the command, dropped)."""
+    out = {}
+    for name in names:
+        log = Path(logs) / f"example_{name}.txt"
+        if log.exists():
+            lines = log.read_text().splitlines(keepends=True)
+            out[name] = "".join(lines[1:] if lines and lines[0].startswith("$ ") else lines)
+    return out
+
+
+def write_outputs(record: dict, outputs: dict[str, str], directory: Path) -> Path:
+    """<directory>/outputs/<gpu>.json: each example's output in the run the record describes, with the
+    sha256 of the file that printed it (the site shows an output only beside that very file)."""
+    folder = Path(directory) / OUTPUTS
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{record['gpu_slug']}.json"
+    examples = {name: {"sha256": record["files"][f"examples/{name}.py"], "output": text}
+                for name, text in sorted(outputs.items()) if f"examples/{name}.py" in record["files"]}
+    path.write_text(json.dumps({"gpu": record["gpu"], "record_date": record["date"], "seeds": record["seeds"],
+                                "examples": examples}, indent=1) + "\n")
+    return path
+
+
+def outputs_from_logs(logs: Path, record_path: Path) -> Path:
+    """Write the outputs file of an existing record from the logs of the run that wrote it (refused when
+    the logs' summary names another GPU, other versions or other seeds)."""
+    record = json.loads(Path(record_path).read_text())
+    summary = json.loads((Path(logs) / "summary.json").read_text())
+    info = summary.get("info", {})
+    wrong = [key for key in ("gpu", "driver", "python", "torch", "triton") if info.get(key) != record.get(key)]
+    if summary.get("seeds") != record.get("seeds"):
+        wrong.append("seeds")
+    if wrong:
+        raise ValueError(f"{logs} is not the run of {record_path}: {', '.join(wrong)} differ")
+    names = [k.removeprefix("examples/").removesuffix(".py") for k in record["files"] if k.startswith("examples/")]
+    return write_outputs(record, example_outputs(Path(logs), names), Path(record_path).parent)
+
+
+def recorded_output(src: Path, directory: Path | None = None) -> dict | None:
+    """{"output", "gpu", "date", "file"} when a GPU run printed `src` as it is now (same sha256), else None."""
+    folder = Path(VERIFIED_DIR if directory is None else directory) / OUTPUTS
+    digest = sha256(Path(src))
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        entry = data.get("examples", {}).get(Path(src).stem)
+        if entry and entry.get("sha256") == digest:
+            return {"output": entry["output"], "gpu": data["gpu"], "date": data["record_date"],
+                    "file": f"examples/{Path(src).name}"}
+    return None
+
+
 def summary_table(steps: list[Step], record_line: str) -> str:
     rows = [("step", "passed", "failed", "skipped", "time", "result")]
     for s in steps:
@@ -465,6 +519,9 @@ def parse_args(argv):
                         "record holds both (two random orders made in two sessions of at most 10 minutes)")
     p.add_argument("--tests-only", action="store_true",
                    help="with --merge: run only the test suite (the earlier record ran the other steps)")
+    p.add_argument("--outputs-from", type=Path, default=None, metavar="LOGS",
+                   help="write benchmarks/verified/outputs/<gpu>.json from the logs of the run that wrote the "
+                        "record (its --logs folder) and exit (no GPU needed)")
     p.add_argument("--update-readme", action="store_true",
                    help="rewrite README.md's block from benchmarks/verified/ and exit (no GPU needed)")
     args = p.parse_args(argv)
@@ -502,6 +559,18 @@ def pick_seeds(given: list[int], runs: int) -> list[int]:
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     budget = Budget(args.budget)
+    if args.outputs_from is not None:
+        records = sorted(VERIFIED_DIR.glob("*.json"))
+        if len(records) != 1:
+            print(f"gpu_check: --outputs-from needs exactly one record in {VERIFIED_DIR}, found {len(records)}",
+                  file=sys.stderr)
+            return 2
+        try:
+            print(f"wrote {outputs_from_logs(args.outputs_from, records[0])}")
+        except (OSError, ValueError) as err:
+            print(f"gpu_check: {err}", file=sys.stderr)
+            return 2
+        return 0
     if args.update_readme:
         changed = update_readme()
         print(f"README.md {'updated' if changed else 'already up to date'} from {VERIFIED_DIR.relative_to(ROOT)}/")
@@ -597,6 +666,8 @@ def main(argv=None) -> int:
             prev = json.loads(Path(args.merge).read_text())
             record["merged"] = [*prev.get("merged", []), {"date": prev["date"], "command": prev["command"]}]
         path = write_record(record, args.record_to.resolve())
+        if not args.tests_only:  # the examples ran in this session: keep what they printed beside the record
+            write_outputs(record, example_outputs(logs, names), args.record_to.resolve())
         record_line = f"record: written to {path}"
         if path.parent == VERIFIED_DIR.resolve():
             update_readme()

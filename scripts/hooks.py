@@ -5,7 +5,9 @@ dispatches to a script that does the work and knows nothing of MkDocs:
   (``scripts/pages.py``).
 * ``on_pre_build``: turn each example into a notebook and execute it (``scripts/notebooks.py``:
   worker processes, cached on the notebook's hash; each worker also renders the page of the
-  notebook it ran into mkdocs-jupyter's cache, ``scripts/jupyter_pages.py``), and meanwhile read
+  notebook it ran into mkdocs-jupyter's cache, ``scripts/jupyter_pages.py``). An example whose
+  file is byte for byte the one a GPU check ran shows that run's output instead of running in the
+  interpreter (``gpu_check.recorded_output``, ``benchmarks/verified/outputs/``). Meanwhile read
   the results and redraw every plot (``scripts/results.py``, ``scripts/plots.py``) and the widgets' data
   (``scripts/schedules.py``, ``scripts/widget_data.py``, cached on their inputs).
 * ``on_files``: add those notebooks, plots and data files to the site.
@@ -21,6 +23,7 @@ Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -30,7 +33,18 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
 import scripts
-from scripts import compare_runs, expressions, jupyter_pages, notebooks, pages, plots, results, schedules, sections
+from scripts import (
+    compare_runs,
+    expressions,
+    gpu_check,
+    jupyter_pages,
+    notebooks,
+    pages,
+    plots,
+    results,
+    schedules,
+    sections,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,10 +94,13 @@ def _remembered(memo: dict, key: tuple, make):
 
 
 def example_to_notebook(src: Path) -> bytes:
-    """The notebook of one example (scripts/notebooks.py), made again only when the example, the
-    marker parser or the converter changed."""
-    key = (src.read_bytes(), *((ROOT / "scripts" / f).read_bytes() for f in ("sections.py", "notebooks.py")))
-    return _remembered(_NOTEBOOKS, key, lambda: notebooks.example_to_notebook(key[0].decode()))
+    """The notebook of one example (scripts/notebooks.py), with the output a GPU check recorded for
+    this very file when there is one; made again only when the example, that output, the marker
+    parser or the converter changed."""
+    recorded = gpu_check.recorded_output(src)
+    key = (src.read_bytes(), json.dumps(recorded, sort_keys=True).encode(),
+           *((ROOT / "scripts" / f).read_bytes() for f in ("sections.py", "notebooks.py")))
+    return _remembered(_NOTEBOOKS, key, lambda: notebooks.example_to_notebook(key[0].decode(), recorded))
 
 
 def notebook_title(src: Path) -> str:

@@ -149,7 +149,8 @@ def _worker(out_dir: Path, paths: list[Path]) -> int:
         nb = json.loads(path.read_text())
         t0 = time.perf_counter()
         try:
-            nb = execute_notebook(nb, path.stem, source_dir)
+            if "recorded_on" not in nb.get("metadata", {}):  # a recorded GPU output is shown, not re-made
+                nb = execute_notebook(nb, path.stem, source_dir)
         except NotebookError as err:
             print(err, file=sys.stderr)
             return 1
@@ -297,16 +298,38 @@ def main(argv: list[str]) -> int:
 
 
 # ----------------------------------------------------------------------------- example -> notebook
-def example_to_notebook(source: str) -> bytes:
+def example_to_notebook(source: str, recorded: dict | None = None) -> bytes:
     """The notebook of one example's source: its cells (section markers removed), fixed cell ids
     and the versions that execute it (``scripts/hooks.py`` keeps the made ones between serve
-    rebuilds)."""
+    rebuilds).
+
+    ``recorded`` ({"output", "gpu", "date", "file"}, from ``gpu_check.recorded_output``): what this very
+    file printed in a GPU check. The notebook then carries that output in its last code cell (the
+    examples print only there, from ``if __name__ == "__main__":``), a note cell saying where it
+    comes from, and ``metadata["recorded_on"]``: the build shows it instead of running the example
+    in the interpreter."""
     import jupytext
+    import nbformat
 
     text = sections.without_markers(source)
     nb = jupytext.reads(text, fmt="py:percent")
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata.pop("jupytext", None)
+    if recorded is not None:
+        code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+        if not code:
+            raise ValueError("an example with a recorded output needs a code cell to show it")
+        day = recorded["date"][:10]
+        note = (f"The output below is what this file printed on the **{recorded['gpu']}** in the GPU check of "
+                f"{day} (`benchmarks/verified/outputs/`): the site shows it because the file has not changed "
+                f"since (same sha256). Run it yourself with `python {recorded.get('file', 'examples/<file>.py')}`: "
+                "on a machine without a GPU the kernels run in Triton's interpreter.")
+        nb.cells.insert(code[-1], nbformat.v4.new_markdown_cell(note))
+        for count, cell in enumerate((c for c in nb.cells if c.cell_type == "code"), start=1):
+            cell["execution_count"] = count
+            cell["outputs"] = []
+        nb.cells[code[-1] + 1]["outputs"] = [nbformat.v4.new_output("stream", name="stdout", text=recorded["output"])]
+        nb.metadata["recorded_on"] = {"gpu": recorded["gpu"], "date": recorded["date"]}
     # Same example, same bytes: mkdocs-jupyter caches the executed page on a hash of the notebook,
     # so the cell ids must not be random (nbformat's default) and the notebook names the versions
     # that execute it (an upgrade re-executes; the examples import nothing else of the repository).

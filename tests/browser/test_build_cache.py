@@ -135,6 +135,80 @@ def test_a_failing_worker_fails_the_run(tmp_path):
     assert not list((tmp_path / "cache").glob("bad-*.ipynb"))
 
 
+# ----------------------------------------------------------------------------- outputs a GPU check recorded
+
+from scripts import gpu_check  # noqa: E402
+
+
+def _record(tmp_path, src: Path, output: str) -> Path:
+    """A verified/ folder whose record and outputs file cover `src` as it is now."""
+    verified = tmp_path / "verified"
+    record = {"gpu": "NVIDIA H200", "gpu_slug": "h200", "date": "2026-12-02T00:37:57+00:00", "seeds": [7],
+              "files": {f"examples/{src.name}": gpu_check.sha256(src)}}
+    gpu_check.write_outputs(record, {src.stem: output}, verified)
+    return verified
+
+
+def test_a_recorded_output_is_shown_only_beside_the_file_that_printed_it(tmp_path):
+    src = tmp_path / "story.py"
+    src.write_text("# %% [markdown]\n# # A story\n\n# %%\nx = 1\n\n# %%\nif __name__ == '__main__':\n    print(x)\n")
+    verified = _record(tmp_path, src, "1 on cuda\n")
+    got = gpu_check.recorded_output(src, verified)
+    assert got == {"output": "1 on cuda\n", "gpu": "NVIDIA H200", "date": "2026-12-02T00:37:57+00:00",
+                   "file": "examples/story.py"}
+    src.write_text(src.read_text().replace("x = 1", "x = 2"))  # edited since the GPU run: not its output
+    assert gpu_check.recorded_output(src, verified) is None
+    assert gpu_check.recorded_output(src, tmp_path / "nothing-here") is None
+
+
+def test_a_recorded_notebook_carries_the_output_and_says_where_it_comes_from(tmp_path):
+    source = "# %% [markdown]\n# # A story\n\n# %%\nx = 1\n\n# %%\nif __name__ == '__main__':\n    print(x)\n"
+    recorded = {"output": "1 on cuda\n", "gpu": "NVIDIA H200", "date": "2026-12-02T00:37:57+00:00",
+                "file": "examples/story.py"}
+    nb = json.loads(notebooks.example_to_notebook(source, recorded))
+    kinds = [c["cell_type"] for c in nb["cells"]]
+    assert kinds == ["markdown", "code", "markdown", "code"]  # the note sits just above the cell that prints
+    assert "NVIDIA H200" in "".join(nb["cells"][2]["source"]) and "2026-12-02" in "".join(nb["cells"][2]["source"])
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == [1, 2]
+    assert code[0]["outputs"] == []
+    (out,) = code[1]["outputs"]
+    assert (out["output_type"], out["name"], "".join(out["text"])) == ("stream", "stdout", "1 on cuda\n")
+    assert nb["metadata"]["recorded_on"] == {"gpu": "NVIDIA H200", "date": "2026-12-02T00:37:57+00:00"}
+    assert [c["id"] for c in nb["cells"]] == [f"cell-{i}" for i in range(4)]
+    assert json.loads(notebooks.example_to_notebook(source)) != nb  # without a record: the plain notebook
+
+
+def test_a_recorded_notebook_is_not_run_again(tmp_path):
+    # the code would fail in the interpreter; the recorded output is shown, nothing is executed
+    source = "# %% [markdown]\n# # A story\n\n# %%\nif __name__ == '__main__':\n    1 / 0\n"
+    recorded = {"output": "ran on the GPU\n", "gpu": "NVIDIA H200", "date": "2026-12-02T00:37:57+00:00"}
+    nb = notebooks.example_to_notebook(source, recorded)
+    executed = notebooks.Run({"story": nb}, tmp_path / "cache").start().wait()
+    assert "ran on the GPU" in executed["story"].decode()
+
+
+def test_outputs_come_only_from_the_logs_of_the_recorded_run(tmp_path):
+    src = tmp_path / "story.py"
+    src.write_text("print('hi')\n")
+    record = {"gpu": "NVIDIA H200", "gpu_slug": "h200", "driver": "1", "python": "3.12", "torch": "2", "triton": "3",
+              "date": "2026-12-02T00:37:57+00:00", "seeds": [7], "files": {"examples/story.py": gpu_check.sha256(src)}}
+    (tmp_path / "verified").mkdir()
+    record_path = tmp_path / "verified" / "h200.json"
+    record_path.write_text(json.dumps(record))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "example_story.txt").write_text("$ python examples/story.py\nhi\n")
+    info = {k: record[k] for k in ("gpu", "driver", "python", "torch", "triton")}
+    (logs / "summary.json").write_text(json.dumps({"info": info, "seeds": [8]}))
+    with pytest.raises(ValueError, match="seeds differ"):
+        gpu_check.outputs_from_logs(logs, record_path)
+    (logs / "summary.json").write_text(json.dumps({"info": info, "seeds": [7]}))
+    path = gpu_check.outputs_from_logs(logs, record_path)
+    assert path == tmp_path / "verified" / "outputs" / "h200.json"
+    assert json.loads(path.read_text())["examples"] == {"story": {"sha256": gpu_check.sha256(src), "output": "hi\n"}}
+
+
 def test_the_queue_is_longest_first():
     items = [(s, b"") for s in "abcde"]
     assert notebooks._order(items, {"a": 1, "b": 6, "c": 10, "e": 2}) == ["c", "b", "d", "e", "a"]  # d: 5 s
