@@ -168,8 +168,17 @@ def _prepare_data() -> None:
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
     for stem in stale:
         (NOTEBOOKS / "examples" / f"{stem}.ipynb").unlink()
-    try:  # titles, axes, ceilings: from the examples' specs as they are now (no GPU run needed)
-        specs = results.example_specs(EXAMPLES, cache_dir=CACHE / "specs")
+    # titles, axes, ceilings: from the examples' specs as they are now (no GPU run needed), read in a
+    # child process while this one records the widget traces
+    specs_of = results.start_example_specs(EXAMPLES, cache_dir=CACHE / "specs")
+    data_dir = DATA / "assets" / "data"
+    schedules.ship(data_dir, write_if_changed)  # assets/data/schedules.json (scripts/schedules.py)
+    tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
+    if tracer.exists():
+        for name, blob in sorted(widget_traces(tracer).items()):
+            write_if_changed(data_dir / name, blob)
+    try:
+        specs = specs_of()
     except results.ResultError as err:
         raise PluginError(str(err)) from err
     data = results.load(specs=specs)  # read once per build, used by every page
@@ -178,13 +187,7 @@ def _prepare_data() -> None:
     _BUILD["reproduction"] = load_reproduction()
     plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data,
                    keyed=True)
-    data_dir = DATA / "assets" / "data"
     write_if_changed(data_dir / "results.json", results.to_json(data))
-    schedules.ship(data_dir, write_if_changed)  # assets/data/schedules.json (scripts/schedules.py)
-    tracer = ROOT / "scripts" / "widget_data.py"  # traces recorded from the real kernels
-    if tracer.exists():
-        for name, blob in sorted(widget_traces(tracer).items()):
-            write_if_changed(data_dir / name, blob)
 
 
 def on_pre_build(config, **kwargs):

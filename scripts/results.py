@@ -299,31 +299,48 @@ def example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | None = No
     specs), read from the examples themselves in a child process (importing torch stays out of the
     caller). Cached in ``cache_dir`` on the sha256 of the example files: an unchanged example costs
     nothing."""
+    return start_example_specs(examples_dir, cache_dir)()
+
+
+def start_example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | None = None):
+    """``example_specs`` in the background: starts the child process (when the cache misses) and
+    returns at once a function that waits for it and returns the specs. The build does other work
+    (the widget traces) while the child imports torch and every example."""
     files = sorted(p for p in Path(examples_dir).glob("*.py") if not p.name.startswith("_"))
     if not files:
-        return {}
+        return dict
     key = hashlib.sha256()
     for p in files:
         key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     key.update(json.dumps(SPEC_KEYS).encode() + _SPEC_READER.encode())
     cached = Path(cache_dir) / f"specs-{key.hexdigest()[:20]}.json" if cache_dir else None
     if cached is not None and cached.exists():
-        return json.loads(cached.read_text())
-    proc = subprocess.run(
+        return lambda: json.loads(cached.read_text())
+    proc = subprocess.Popen(
         [sys.executable, "-c", _SPEC_READER, str(examples_dir), json.dumps([p.stem for p in files]),
          json.dumps(SPEC_KEYS)],
-        capture_output=True, text=True, timeout=300,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("SPECS ")), None)
-    if proc.returncode != 0 or line is None:
-        raise ResultError(f"reading the examples' BENCHMARKS failed: {proc.stderr.strip()[-2000:]}")
-    specs = json.loads(line.removeprefix("SPECS "))
-    if cached is not None:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        for old in cached.parent.glob("specs-*.json"):
-            old.unlink()
-        cached.write_text(json.dumps(specs, sort_keys=True))
-    return specs
+
+    def finish() -> dict[str, dict]:
+        try:
+            stdout, stderr = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise ResultError("reading the examples' BENCHMARKS took more than 300 s") from None
+        line = next((ln for ln in stdout.splitlines() if ln.startswith("SPECS ")), None)
+        if proc.returncode != 0 or line is None:
+            raise ResultError(f"reading the examples' BENCHMARKS failed: {stderr.strip()[-2000:]}")
+        specs = json.loads(line.removeprefix("SPECS "))
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            for old in cached.parent.glob("specs-*.json"):
+                old.unlink()
+            cached.write_text(json.dumps(specs, sort_keys=True))
+        return specs
+
+    return finish
 
 
 # --- provenance ------------------------------------------------------------------------------------
