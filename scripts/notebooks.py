@@ -147,16 +147,18 @@ def _worker(out_dir: Path, paths: list[Path]) -> int:
         except FileExistsError:
             continue  # another worker has it
         nb = json.loads(path.read_text())
+        run = "recorded_on" not in nb.get("metadata", {})  # a recorded GPU output is shown, not re-made
         t0 = time.perf_counter()
         try:
-            if "recorded_on" not in nb.get("metadata", {}):  # a recorded GPU output is shown, not re-made
+            if run:
                 nb = execute_notebook(nb, path.stem, source_dir)
         except NotebookError as err:
             print(err, file=sys.stderr)
             return 1
         executed = out_dir / f"{path.stem}.ipynb"
         executed.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-        print(f"{TIMING_TAG} {path.stem} {time.perf_counter() - t0:.3f}", flush=True)
+        if run:  # the queue's order needs interpreter times: a recorded notebook's ~0 s would hide them
+            print(f"{TIMING_TAG} {path.stem} {time.perf_counter() - t0:.3f}", flush=True)
         if pages is not None:
             from scripts import jupyter_pages
 

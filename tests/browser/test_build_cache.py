@@ -184,8 +184,12 @@ def test_a_recorded_notebook_is_not_run_again(tmp_path):
     source = "# %% [markdown]\n# # A story\n\n# %%\nif __name__ == '__main__':\n    1 / 0\n"
     recorded = {"output": "ran on the GPU\n", "gpu": "NVIDIA H200", "date": "2026-12-02T00:37:57+00:00"}
     nb = notebooks.example_to_notebook(source, recorded)
-    executed = notebooks.Run({"story": nb}, tmp_path / "cache").start().wait()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "timings.json").write_text(json.dumps({"story": 12.5}))  # its last time in the interpreter
+    executed = notebooks.Run({"story": nb}, cache).start().wait()
     assert "ran on the GPU" in executed["story"].decode()
+    assert json.loads((cache / "timings.json").read_text()) == {"story": 12.5}  # kept for the queue's order
 
 
 def test_outputs_come_only_from_the_logs_of_the_recorded_run(tmp_path):
