@@ -489,7 +489,7 @@ MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (heads, batch)
 INT32_MAX = 2**31 - 1  # CUDA's limit on grid axis 0
 
 
-def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str) -> dict:
+def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str, causal: bool = False) -> dict:
     """Launch settings of one pass: BLOCK_M (queries), BLOCK_N (keys), num_warps, num_stages, PRECISION."""
     precision = FP32_PRECISION if dtype == torch.float32 else "tf32"  # fp16/bf16: ignored by tl.dot
     if device.type != "cuda":  # the interpreter: small tiles, many blocks on short test sequences
@@ -504,8 +504,11 @@ def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str)
         cfg = ({"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3})
     elif pass_ == "dkdv":  # keys stay in registers (dK, dV accumulators), queries stream through
+        # head_dim <= 64 without a causal mask: 64 x 128 tiles on 4 warps spill 190 registers a thread
+        # and run 5x slower than 64 x 64 (benchmarks/logs/run25/probe_attention_bwd.txt)
         cfg = ({"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
-               {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2})
+               {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2} if causal else
+               {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2})
     elif pass_ == "dq":  # queries stay (dQ accumulator), keys stream through
         cfg = ({"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 8, "num_stages": 3})
@@ -516,10 +519,10 @@ def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str)
     return {**cfg, "PRECISION": precision, **CONFIG_OVERRIDES.get(pass_, {})}
 
 
-def _resolve_config(q: torch.Tensor, pass_: str, config: dict | None) -> dict:
+def _resolve_config(q: torch.Tensor, pass_: str, config: dict | None, causal: bool = False) -> dict:
     """The settings of one pass for q: _config's, with config[pass_] on top, checked."""
-    return _checked_config({**_config(q.shape[-1], q.dtype, q.device, pass_), **((config or {}).get(pass_, {}))},
-                           pass_)
+    return _checked_config({**_config(q.shape[-1], q.dtype, q.device, pass_, causal),
+                            **((config or {}).get(pass_, {}))}, pass_)
 
 
 def _checked_config(cfg: dict, pass_: str) -> dict:
@@ -638,7 +641,7 @@ def attention_backward(do, q, k, v, o, lse, causal: bool = False, sm_scale: floa
         o, do, delta, *o.stride()[:3], *do.stride()[:3], H, M, HEAD_DIM=D, BLOCK_M=pre["BLOCK_M"],
         num_warps=pre["num_warps"])
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *do.stride()[:3])
-    cfg = _resolve_config(q, "dkdv", config)
+    cfg = _resolve_config(q, "dkdv", config, causal)
     wrap_triton(attn_bwd_dkdv_kernel)[(triton.cdiv(N, cfg["BLOCK_N"]), H, B)](
         q, k, v, do, dk, dv, lse, delta, *strides, H, M, N, sm_scale, sm_scale * LOG2E,
         HEAD_DIM=D, CAUSAL=causal, **cfg)

@@ -325,10 +325,11 @@ def test_eager_calls_launch_directly_and_the_operator_through_wrap_triton(monkey
 
 def test_launch_settings():
     assert [ex._num_warps(n) for n in (1, 1024, 2048, 4096, 8192, 16384, 32768)] == [4, 4, 4, 8, 8, 16, 32]
-    # as many programs per SM as five fp32 row vectors each fit in 256 KB of registers (1 to 4); never more than rows
+    assert [ex._bwd_num_warps(n) for n in (1024, 8192, 16384, 32768)] == [4, 8, 8, 32]
+    # programs per SM as measured fastest on the H200 (run25's probe): 8, 4, then 1; never more than rows
     sms = ex._sm_count(torch.device("cpu"))
-    assert [ex._num_groups(10**6, n, torch.device("cpu")) for n in (1024, 2048, 4096, 8192, 16384, 32768)] == [
-        4 * sms, 4 * sms, 3 * sms, sms, sms, sms]
+    assert [ex._num_groups(10**6, n, torch.device("cpu")) for n in (512, 1024, 2048, 4096, 8192, 16384, 32768)] == [
+        8 * sms, 8 * sms, 4 * sms, 4 * sms, sms, sms, sms]
     few = ex._num_groups(3, 1024, torch.device("cpu"))
     assert few == 3 and type(few) is int  # torch.sym_min of two ints is an int
 

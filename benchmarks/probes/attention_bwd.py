@@ -74,7 +74,7 @@ def main() -> None:
 
             cases, handles = {}, {}
             for pass_ in ("dkdv", "dq"):
-                base = ex._resolve_config(q, pass_, None)
+                base = ex._resolve_config(q, pass_, None, causal)
                 settings = [(base["BLOCK_M"], base["BLOCK_N"], base["num_warps"], base["num_stages"])]
                 if d == 64:
                     settings += [s for s in VARIANTS[pass_] if s != settings[0]]
