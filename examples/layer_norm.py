@@ -367,6 +367,9 @@ def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean
 # `x`, `weight`, `mean` and `rstd`; the backward gets `dy` from autograd. Autograd
 # may hand over a `dy` with any strides (an `expand`ed tensor of ones after
 # `y.sum()`, for instance), so the backward makes it contiguous first.
+# When no gradient can flow (inference, `torch.no_grad()`, inputs that do not
+# require grad), `layer_norm` calls the forward launcher directly: nothing needs
+# saving, and `Function.apply` is host time the GPU may end up waiting for.
 
 
 # %%
@@ -393,7 +396,9 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
     x's dtype and device (any strides: they are made contiguous, N elements each).
     """
     _check_inputs(x, weight, bias, eps)
-    return LayerNormFunction.apply(x, weight, bias, eps)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
+        return LayerNormFunction.apply(x, weight, bias, eps)
+    return layer_norm_fwd(x, weight, bias, eps)[0]  # (1)!
 # --8<-- [end:autograd]
 
 

@@ -43,6 +43,29 @@ def test_forward_matches_torch(n, dtype):
     torch.testing.assert_close(y, ex.layer_norm_torch(x, w, b), **tolerances(dtype))
 
 
+def test_no_gradient_skips_the_autograd_function(monkeypatch):
+    """Without a gradient to track, layer_norm launches the forward directly (LayerNormFunction.apply is not
+    called) with the same values; with any one input requiring grad it takes the Function, whose gradient is right."""
+    applied = []
+    apply = ex.LayerNormFunction.apply
+    monkeypatch.setattr(ex.LayerNormFunction, "apply", lambda *a: applied.append(1) or apply(*a))
+    x, w, b = inputs((7, 33))
+    y = ex.layer_norm(x, w, b)
+    assert not applied and y.grad_fn is None
+    torch.testing.assert_close(y, apply(x, w, b, 1e-5), rtol=0, atol=0)
+    for i in range(3):
+        args = [t.clone().requires_grad_(j == i) for j, t in enumerate((x, w, b))]
+        with torch.no_grad():
+            assert ex.layer_norm(*args).grad_fn is None and len(applied) == i
+        y = ex.layer_norm(*args)
+        assert len(applied) == i + 1
+        assert type(y.grad_fn).__name__ == "LayerNormFunctionBackward"
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        want = ref_grads(dy, x, w, b)[i]
+        torch.testing.assert_close(args[i].grad, want, **FP32)
+
+
 @pytest.mark.parametrize("n", [1, 17, 127, 781, 1025])
 def test_gradients_match_torch_autograd(n):
     x, w, b = inputs((6, n))

@@ -32,10 +32,11 @@ def test_tma_matches_torch(shape, dtype):
 
 
 @pytest.mark.parametrize("variant, int64", [("tiles", False), ("tiles", True), ("persistent", False),
-                                            ("persistent", True), ("tma", None)])
+                                            ("persistent", True)])
 def test_every_element_written(variant, int64):
     # Poison C and launch the raw kernel: a tile the grid never visits keeps its NaN.
     # INT64=True runs the 64-bit offset code on small inputs: same answer expected.
+    # The TMA kernel's case is test_every_tma_config_and_epilogue.
     M, N, K = 97, 120, 48  # 4 x 4 = 16 tiles of 32 x 32 on the CPU, 4 per persistent program
     a, b = rand(M, K), rand(K, N)
     c = torch.full((M, N), float("nan"), device=DEVICE, dtype=a.dtype)
@@ -43,14 +44,9 @@ def test_every_element_written(variant, int64):
     meta = {**cfg.kwargs, "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     tiles = ex.triton.cdiv(M, meta["BLOCK_M"]) * ex.triton.cdiv(N, meta["BLOCK_N"])
     grid = (tiles,) if variant == "tiles" else (min(tiles, ex.num_persistent_programs(DEVICE)),)
-    if variant == "tma":
-        if DEVICE.type == "cuda":
-            ex.triton.set_allocator(ex._cuda_scratch)
-        ex.matmul_tma_kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), **meta)
-    else:
-        kernel = ex.matmul_tiles_kernel if variant == "tiles" else ex.matmul_persistent_kernel
-        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1), INT64=int64, **meta)
+    kernel = ex.matmul_tiles_kernel if variant == "tiles" else ex.matmul_persistent_kernel
+    kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                 c.stride(0), c.stride(1), INT64=int64, **meta)
     assert not torch.isnan(c).any()
     torch.testing.assert_close(c, ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
 
