@@ -18,6 +18,8 @@ one prints WRONG and is not timed. Kernels are compiled and launched once in a p
 Timing: do_bench (median, L2 flushed) and do_bench_cudagraph (median); cells print "do_bench/cudagraph"
 TFLOP/s (2*M*N*K / time) and cuBLAS cudagraph time / this cudagraph time; a summary table ends the
 run. A time guard stops starting new points after about 100 s and lists what it skipped.
+With MATMUL_DIRECTIONS=tiles in the environment it times only other tile shapes for the persistent TMA
+kernel at 2048^3 and the ragged shape (where run24's best missed cuBLAS), beside run24's best.
 Usage: python benchmarks/probes/matmul_directions.py   (on a CPU-only machine with TRITON_INTERPRET=1:
 a dry run of every code path on tiny shapes; the "timings" are wall clock and mean nothing)
 """
@@ -74,6 +76,16 @@ CANDIDATES = [
     ("splitk", 64, 128, 64, 4, 4, 2, "sum"),
     ("splitk", 64, 128, 64, 4, 4, 4, "atomic"),
 ]
+if os.environ.get("MATMUL_DIRECTIONS") == "tiles":  # run27: other tile shapes where 128x256x64 misses cuBLAS
+    SHAPES, SPLITK_SHAPES = [(2048,) * 3, RAGGED], []
+    CANDIDATES = [
+        ("pers", 128, 256, 64, 8, 3, False, True, False),  # run24's best at 2048^3 and ragged: the baseline
+        ("pers", 128, 256, 128, 8, 2, True, True, False),  # half the K steps; only a halved C fits beside 2 stages
+        ("pers", 256, 128, 64, 8, 3, False, True, False),  # the transposed tile: 8 x 16 tiles at 2048
+        ("pers", 256, 128, 64, 8, 4, True, True, False),
+        ("pers", 128, 256, 64, 8, 4, True, False, True),
+        ("pers", 128, 128, 64, 8, 5, True, True, False),  # 2 waves of smaller tiles, deeper pipeline
+    ]
 if DRY:  # tiny shapes and blocks; bf16 is wrong under the interpreter
     RAGGED = (40, 24, 16)
     SHAPES = SPLITK_SHAPES = [(64, 64, 64), RAGGED]
