@@ -92,12 +92,18 @@ def main() -> None:
                 fn()
                 torch.testing.assert_close(y, x, rtol=0, atol=0)
         times = interleaved_times(cases, warmup=5, rep=30)
-        print(f"\n## N = {n}, M = {m}, launcher step: {variant}")
-        print(f"{'case':40s} {'ms':>8s} {'GB/s':>8s} {'% of ceiling':>13s} {'spread':>7s}")
-        for name, ts in times.items():
-            ms = statistics.median(ts)
-            gbps = 2 * x.numel() * 4 / ms / 1e6
-            print(f"{name:40s} {ms:8.4f} {gbps:8.0f} {100 * gbps / ceiling_gbps:12.1f}% {max(ts) / min(ts) - 1:7.1%}")
+        print_table(f"N = {n}, M = {m}, launcher step: {variant}", times, x.numel() * 4, ceiling_gbps)
+
+
+def print_table(title: str, times: dict[str, list[float]], nbytes: int, ceiling_gbps: float) -> None:
+    """One table of cases: median ms over the passes, GB/s of one read and one write of nbytes, % of the
+    copy ceiling, and the spread of the passes (max / min - 1)."""
+    print(f"\n## {title}")
+    print(f"{'case':40s} {'ms':>8s} {'GB/s':>8s} {'% of ceiling':>13s} {'spread':>7s}")
+    for name, ts in times.items():
+        ms = statistics.median(ts)
+        gbps = 2 * nbytes / ms / 1e6
+        print(f"{name:40s} {ms:8.4f} {gbps:8.0f} {100 * gbps / ceiling_gbps:12.1f}% {max(ts) / min(ts) - 1:7.1%}")
 
 
 if __name__ == "__main__":

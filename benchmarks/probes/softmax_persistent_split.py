@@ -21,13 +21,11 @@ Usage: python benchmarks/probes/softmax_persistent_split.py   (needs CUDA; about
 
 from __future__ import annotations
 
-import statistics
-
 import torch
 import triton
 import triton.language as tl
 from _examples import copy_ceiling, interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
-from softmax_gap import chunk_kernel
+from softmax_gap import chunk_kernel, print_table
 
 
 @triton.jit
@@ -145,12 +143,7 @@ def main() -> None:
             cases[f"persistent {p}/SM {'prefetch' if pf else 'no prefetch'} w{w}"] = (
                 lambda p=p, pf=pf, w=w: persistent_split(x, p, pf, block, w))
         times = interleaved_times(cases, warmup=5, rep=30)
-        print(f"\n## N = {n}, M = {m}, {chunks} chunks of {block} per row")
-        print(f"{'case':40s} {'ms':>8s} {'GB/s':>8s} {'% of ceiling':>13s} {'spread':>7s}")
-        for name, ts in times.items():
-            ms = statistics.median(ts)
-            gbps = 2 * x.numel() * 4 / ms / 1e6
-            print(f"{name:40s} {ms:8.4f} {gbps:8.0f} {100 * gbps / ceiling_gbps:12.1f}% {max(ts) / min(ts) - 1:7.1%}")
+        print_table(f"N = {n}, M = {m}, {chunks} chunks of {block} per row", times, x.numel() * 4, ceiling_gbps)
 
 
 if __name__ == "__main__":
