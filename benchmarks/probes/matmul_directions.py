@@ -19,7 +19,10 @@ Timing: do_bench (median, L2 flushed) and do_bench_cudagraph (median); cells pri
 TFLOP/s (2*M*N*K / time) and cuBLAS cudagraph time / this cudagraph time; a summary table ends the
 run. A time guard stops starting new points after about 100 s and lists what it skipped.
 With MATMUL_DIRECTIONS=tiles in the environment it times only other tile shapes for the persistent TMA
-kernel at 2048^3 and the ragged shape (where run24's best missed cuBLAS), beside run24's best.
+kernel at 2048^3 and the ragged shape (where run24's best missed cuBLAS), beside run24's best; with
+MATMUL_DIRECTIONS=small, smaller tiles, deeper pipelines, one program per tile and split-K at 1024^3,
+and every candidate and cuBLAS at 1024 x 1024 x 64 (one K step: the fixed cost of a launch, its prologue
+and its epilogue).
 Usage: python benchmarks/probes/matmul_directions.py   (on a CPU-only machine with TRITON_INTERPRET=1:
 a dry run of every code path on tiny shapes; the "timings" are wall clock and mean nothing)
 """
@@ -86,9 +89,25 @@ if os.environ.get("MATMUL_DIRECTIONS") == "tiles":  # run27: other tile shapes w
         ("pers", 128, 256, 64, 8, 4, True, False, True),
         ("pers", 128, 128, 64, 8, 5, True, True, False),  # 2 waves of smaller tiles, deeper pipeline
     ]
+SPECIALIZATIONS = [(1024,) * 3, RAGGED]  # shapes that stand for every compiled specialization of SHAPES
+if os.environ.get("MATMUL_DIRECTIONS") == "small":  # 1024^3, where the best variant is ~0.86x of cuBLAS
+    # K = 64 is one step of the main loop: the grid's launch, prologue and epilogue alone, for both sides
+    SHAPES, SPLITK_SHAPES, SPECIALIZATIONS = [(1024,) * 3, (1024, 1024, 64)], [(1024,) * 3], [(1024,) * 3]
+    CANDIDATES = [
+        ("pers", 64, 128, 64, 4, 4, False, True, False),  # run24's best at 1024^3: the baseline
+        ("pers", 64, 128, 64, 4, 6, False, True, False),
+        ("pers", 64, 128, 128, 4, 3, False, True, False),
+        ("pers", 64, 64, 64, 4, 4, False, True, False),  # 256 tiles: two per SM
+        ("pers", 64, 64, 128, 4, 3, False, True, False),
+        ("pers", 128, 64, 64, 4, 4, False, True, False),
+        ("ctas", 64, 128, 64, 4, 4, 1),  # one program per tile, no persistence
+        ("ctas", 64, 64, 64, 4, 4, 1),
+        ("splitk", 64, 64, 64, 4, 4, 2, "sum"),
+        ("splitk", 64, 128, 64, 4, 4, 2, "atomic"),
+    ]
 if DRY:  # tiny shapes and blocks; bf16 is wrong under the interpreter
     RAGGED = (40, 24, 16)
-    SHAPES = SPLITK_SHAPES = [(64, 64, 64), RAGGED]
+    SHAPES = SPLITK_SHAPES = SPECIALIZATIONS = [(64, 64, 64), RAGGED]
     DTYPES = {"fp16": torch.float16}
     CANDIDATES = [
         ("pers", 32, 32, 32, 4, 1, False, True, False),
@@ -282,7 +301,7 @@ def main():
               "; timing: do_bench median (L2 flushed, warmup 5 ms, rep 20 ms) / do_bench_cudagraph median (rep 10 ms)")
 
     # every (candidate, dtype, specialization): S^3 sizes specialize alike (all divisible by 16), N = 3000 differs
-    jobs = [(c, d, s) for c in CANDIDATES for d in DTYPES for s in ((1024,) * 3, RAGGED)]
+    jobs = [(c, d, s) for c in CANDIDATES for d in DTYPES for s in SPECIALIZATIONS]
     errors = {}
     if not DRY:
         errors = precompile(jobs, seconds=max(20.0, 0.6 * BUDGET_S - (time.time() - t0)))
