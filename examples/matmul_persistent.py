@@ -207,10 +207,11 @@ def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
         return [_cfg(32, 32, 32, 4, 4, 1, **extra)]
     if dtype == torch.float32:  # 4-byte elements: half the K depth, or the stages overflow shared memory
         return [_cfg(128, 128, 32, 8, 8, 3, **extra), _cfg(64, 128, 32, 8, 4, 3, **extra)]
-    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024; subtiled C at 4096-8192
-        return [
+    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024; subtiled C at 4096-8192;
+        return [  # 256 x 128, 4 stages, subtiled C on the ragged 4000 x 3000 x 2000 (run27's matmul_directions)
             _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
             _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),
+            _cfg(256, 128, 64, 8, 8, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),
             _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=True, FLATTEN=False, EPILOGUE_SUBTILE=False),
             _cfg(128, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
             _cfg(64, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),

@@ -279,8 +279,9 @@ MULTIROW_TILE = 4096  # elements per multirow tile: ROWS * BLOCK_N
 ONLINE_BLOCK = 16384  # chunk of the online kernel: 64 KB of fp32 per load
 ONLINE_PROGRAMS_PER_SM = 2  # persistent grid of the online kernel
 SPLIT_BLOCK = 8192  # chunk of the split kernel: 32 KB of fp32 per program
-SPLIT_WARPS = 8  # warps per split program: benchmarks/probes/softmax_split.py (run23 log) measured 8192-element
-#                 chunks with 8 warps within 3 points of the best at N = 65536 and the best at 262144; 16 lost 4-7
+SPLIT_WARPS = (4, 8)  # warps per split program, up to 8 chunks a row and beyond: benchmarks/probes/softmax_split.py
+#                       (run23 log) measured 8192-element chunks fastest with 4 warps at N = 65536, with 8 at 262144
+SPLIT_FEW_CHUNKS = 8  # rows of at most this many chunks take SPLIT_WARPS[0]
 SPLIT_MAX_SPINS = 2**24  # polls before a waiting program gives up: seconds, far past any real wait
 MAX_TILE = 2**20  # Triton's limit on the elements of one tile
 INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
@@ -331,6 +332,11 @@ def _split_chunks(n_cols: int, block_n: int, sm_count: int) -> int:
         raise ValueError(f"variant 'split' needs all {n_chunks} chunks of a row (N = {n_cols}, block_n = {block_n}) "
                          f"on the GPU at once, more than its {sm_count} SMs: use a larger block_n or 'online'")
     return n_chunks
+
+
+def _split_warps(n_chunks: int) -> int:
+    """Warps per program of the split step: fewer for rows of few chunks (as measured on the H200)."""
+    return SPLIT_WARPS[0] if n_chunks <= SPLIT_FEW_CHUNKS else SPLIT_WARPS[1]
 
 
 def pick_variant(n_cols: int, sm_count: int | None = None) -> str:
@@ -401,7 +407,7 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         softmax_split_kernel[(n_rows * n_chunks,)](
             x, y, stats, sync, n_rows, n_cols, x.stride(0), y.stride(0), n_chunks,
             config.pop("max_spins", SPLIT_MAX_SPINS), BLOCK_N=block_n,
-            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=config.pop("num_warps", SPLIT_WARPS))
+            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=config.pop("num_warps", _split_warps(n_chunks)))
     else:
         block_n = block_n or min(ONLINE_BLOCK, triton.next_power_of_2(n_cols))
         _check_launch(variant, n_rows, block_n, 1)

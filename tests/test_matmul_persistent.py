@@ -51,7 +51,7 @@ def test_every_element_written(variant, int64):
     torch.testing.assert_close(c, ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
 
 
-TMA_CONFIGS = ex.matmul_configs("tma")  # this device's list: five on a GPU, one in the interpreter
+TMA_CONFIGS = ex.matmul_configs("tma")  # this device's list: six on a GPU, one in the interpreter
 
 
 @pytest.mark.parametrize("subtile", [False, True])

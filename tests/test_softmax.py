@@ -380,10 +380,16 @@ def test_gpu_split_matches_torch(dtype, m, n, block_n):
     torch.testing.assert_close(ex.softmax(x, "split", **cfg), ex.softmax_torch(x), **tolerances(dtype))
 
 
+def test_split_warps_depend_on_the_chunk_count():
+    # 4 warps up to 8 chunks a row (N = 65536 with 8192-element chunks), 8 beyond: the run23 probe's fastest
+    assert [ex._split_warps(c) for c in (1, 8, 9, 32, 132)] == [4, 4, 8, 8, 8]
+    assert triton.cdiv(65536, ex.SPLIT_BLOCK) == ex.SPLIT_FEW_CHUNKS
+
+
 @requires_gpu
 @pytest.mark.parametrize("num_warps", [1, 2, 4, 8, 16, 32])
 def test_gpu_split_every_warp_count(num_warps):
-    # the default (SPLIT_WARPS) and every other count, on a row with a ragged last chunk
+    # the defaults (SPLIT_WARPS) and every other count, on a row with a ragged last chunk
     x = rows(3, 3 * ex.SPLIT_BLOCK + 5)
     torch.testing.assert_close(ex.softmax(x, "split", num_warps=num_warps), ex.softmax_torch(x), rtol=1e-5, atol=1e-6)
 

@@ -75,8 +75,9 @@ def main() -> None:
             cases[f"triton copy, same tiling ({warps} warps)"] = lambda: row_copy_kernel[(m,)](
                 x, y, n, x.stride(0), y.stride(0), BLOCK_N=block, num_warps=warps)
         elif variant == "split":
-            block, warps = ex.SPLIT_BLOCK, ex.SPLIT_WARPS
+            block = ex.SPLIT_BLOCK
             chunks = triton.cdiv(n, block)
+            warps = ex._split_warps(chunks)
             counter = torch.zeros(1, device="cuda", dtype=torch.int32)
 
             def chunked(math, block=block, warps=warps, chunks=chunks, counter=counter):

@@ -119,8 +119,9 @@ def main() -> None:
         x = torch.randn(2**26 // n, n, device="cuda")
         m = x.shape[0]
         y = torch.empty_like(x)
-        block, warps = ex.SPLIT_BLOCK, ex.SPLIT_WARPS
+        block = ex.SPLIT_BLOCK
         chunks = triton.cdiv(n, block)
+        warps = ex._split_warps(chunks)
         counter = torch.zeros(1, device="cuda", dtype=torch.int32)
 
         def no_exchange():
