@@ -301,6 +301,11 @@ def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, ep
     """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,), M = x.numel() // N.
     wrap: launch through wrap_triton (inside a triton_op)."""
     _check_inputs(x, weight, bias, eps)
+    return _layer_norm_fwd(x, weight, bias, eps, wrap)
+
+
+def _layer_norm_fwd(x, weight, bias, eps, wrap=False):
+    """layer_norm_fwd after _check_inputs: for a caller that has just made those checks."""
     x2 = _rows("x", x)
     n_rows, n_cols = x2.shape
     if n_rows > INT32_MAX:  # refused before anything is allocated
@@ -398,7 +403,7 @@ def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: f
     _check_inputs(x, weight, bias, eps)
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
         return LayerNormFunction.apply(x, weight, bias, eps)
-    return layer_norm_fwd(x, weight, bias, eps)[0]  # (1)!
+    return _layer_norm_fwd(x, weight, bias, eps)[0]  # (1)!
 # --8<-- [end:autograd]
 
 

@@ -66,6 +66,19 @@ def test_no_gradient_skips_the_autograd_function(monkeypatch):
         torch.testing.assert_close(args[i].grad, want, **FP32)
 
 
+def test_no_gradient_checks_the_inputs_once(monkeypatch):
+    """The direct path does not repeat layer_norm's input checks in the launcher (host time per call),
+    and a bad input still fails there with the checks' error."""
+    checks = []
+    check = ex._check_inputs
+    monkeypatch.setattr(ex, "_check_inputs", lambda *a: checks.append(1) or check(*a))
+    x, w, b = inputs((7, 33))
+    ex.layer_norm(x, w, b)
+    assert len(checks) == 1
+    with pytest.raises(ValueError, match="eps must be positive"):
+        ex.layer_norm(x, w, b, eps=0.0)
+
+
 @pytest.mark.parametrize("n", [1, 17, 127, 781, 1025])
 def test_gradients_match_torch_autograd(n):
     x, w, b = inputs((6, n))
