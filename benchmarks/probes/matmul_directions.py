@@ -22,7 +22,9 @@ With MATMUL_DIRECTIONS=tiles in the environment it times only other tile shapes 
 kernel at 2048^3 and the ragged shape (where run24's best missed cuBLAS), beside run24's best; with
 MATMUL_DIRECTIONS=small, smaller tiles, deeper pipelines, one program per tile and split-K at 1024^3,
 and every candidate and cuBLAS at 1024 x 1024 x 64 (one K step: the fixed cost of a launch, its prologue
-and its epilogue).
+and its epilogue), beside the pointer-load kernel the benchmarks' best 1024^3 point runs
+(examples/matmul_persistent.py's `matmul_tiles_kernel`, each of its autotune configs) and an empty kernel
+on the same grid (the launch floor); the summary adds each point's CUDA-graph time in microseconds.
 Usage: python benchmarks/probes/matmul_directions.py   (on a CPU-only machine with TRITON_INTERPRET=1:
 a dry run of every code path on tiny shapes; the "timings" are wall clock and mean nothing)
 """
@@ -45,6 +47,7 @@ import triton.language as tl  # noqa: E402
 from _examples import load_example, shape_label, wall_clock_bench  # noqa: E402  (this folder is on sys.path, see _examples.py)
 
 mm = load_example("matmul")  # matmul_tma_kernel (non-persistent, in-kernel descriptors), tile_coords
+mpe = load_example("matmul_persistent")  # matmul_tiles_kernel (one program per tile, pointer loads)
 BUDGET_S = 100
 DRY = not torch.cuda.is_available()
 RAGGED = (4000, 3000, 2000)
@@ -55,6 +58,7 @@ _WORKSPACES = {}  # split-K fp32 buffers, by (M, N, device, layers)
 # ("pers", BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, EPILOGUE_SUBTILE, FLATTEN, WARP_SPECIALIZE)
 # ("ctas", BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, num_ctas)
 # ("splitk", BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, SPLIT_K, reduction: "atomic" | "sum")
+# ("tiles", BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): matmul_persistent.py's matmul_tiles_kernel
 CANDIDATES = [
     ("pers", 128, 256, 64, 8, 3, False, True, False),
     ("pers", 128, 256, 64, 8, 3, True, True, False),
@@ -104,6 +108,11 @@ if os.environ.get("MATMUL_DIRECTIONS") == "small":  # 1024^3, where the best var
         ("ctas", 64, 64, 64, 4, 4, 1),
         ("splitk", 64, 64, 64, 4, 4, 2, "sum"),
         ("splitk", 64, 128, 64, 4, 4, 2, "atomic"),
+        # the pointer-load kernel of the benchmarks' best 1024^3 point, with each config it autotunes over
+        ("tiles", 128, 256, 64, 8, 3),
+        ("tiles", 128, 128, 64, 8, 4),
+        ("tiles", 64, 128, 64, 4, 4),
+        ("tiles", 128, 128, 32, 4, 4),
     ]
 if DRY:  # tiny shapes and blocks; bf16 is wrong under the interpreter
     RAGGED = (40, 24, 16)
@@ -117,6 +126,7 @@ if DRY:  # tiny shapes and blocks; bf16 is wrong under the interpreter
         ("ctas", 32, 32, 32, 4, 1, 2),  # num_ctas: ignored by the interpreter
         ("splitk", 32, 32, 16, 4, 1, 2, "atomic"),
         ("splitk", 16, 32, 16, 4, 1, 4, "sum"),
+        ("tiles", 32, 32, 32, 4, 1),
     ]
 
 
@@ -181,6 +191,12 @@ def splitk_kernel(a_ptr, b_ptr, ws_ptr, M, N, K, stride_am, stride_bk, stride_wm
 
 
 @triton.jit
+def empty_kernel(c_ptr):
+    """Does nothing: its time on a grid is the floor under any kernel launched on that grid."""
+    pass
+
+
+@triton.jit
 def splitk_sum_kernel(ws_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
     """c (contiguous, MN elements) = sum over s of layer s of ws, cast to c's dtype."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -198,6 +214,8 @@ def name(c) -> str:
     head = f"{kind} {bm}x{bn}x{bk} w{w} s{s}"
     if kind == "pers":
         return head + "".join(f" {n}" for n, on in zip(("sub", "flat", "ws"), rest, strict=True) if on)
+    if kind == "tiles":
+        return head
     return head + (f" ctas{rest[0]}" if kind == "ctas" else f" k{rest[0]} {rest[1]}")
 
 
@@ -223,6 +241,10 @@ def launch(c, a, b, out):
         persistent_tma_kernel[(min(num_sms(), tiles),)](
             a, b, out, M, N, K, *strides, out.stride(0), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
             EPILOGUE_SUBTILE=sub, FLATTEN=flat, WARP_SPECIALIZE=ws, num_warps=w, num_stages=s)
+    elif kind == "tiles":
+        mpe.matmul_tiles_kernel[(tiles,)](a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                         out.stride(0), out.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                         GROUP_M=8, INT64=False, num_warps=w, num_stages=s)
     elif kind == "ctas":
         mm.matmul_tma_kernel[(tiles,)](a, b, out, M, N, K, *strides, out.stride(0), BLOCK_M=bm, BLOCK_N=bn,
                                        BLOCK_K=bk, GROUP_M=8, WARP_SPECIALIZE=False, num_warps=w, num_stages=s,
@@ -371,7 +393,9 @@ def main():
                 ("persistent TMA (this probe)", [c for c in CANDIDATES if c[0] == "pers"]),
                 ("non-persistent matmul_tma_kernel, num_ctas", [c for c in CANDIDATES if c[0] == "ctas"]),
                 ("split-K, SPLIT_K slices reduced by fp32 atomics or a sum kernel",
-                 [c for c in CANDIDATES if c[0] == "splitk"])]
+                 [c for c in CANDIDATES if c[0] == "splitk"]),
+                ("matmul_persistent.py's matmul_tiles_kernel (one program per tile, pointer loads)",
+                 [c for c in CANDIDATES if c[0] == "tiles"])]
     for title, cands in sections:
         print(f"\n## {title}: TFLOP/s do_bench/cudagraph, ratio = cuBLAS cudagraph time / this cudagraph time")
         row("dtype candidate", [shape_label(s) for s in SHAPES])
@@ -380,19 +404,31 @@ def main():
                 row(f"{dtype} {name(c)}", [point(c, dtype, s) for s in SHAPES])
         print(f"# {time.time() - t0:.0f} s elapsed")
 
+    if os.environ.get("MATMUL_DIRECTIONS") == "small" or DRY:
+        floor = torch.empty(1, device=dev)
+        for grid in (128, num_sms()):
+            fn = lambda: empty_kernel[(grid,)](floor)
+            fn()
+            ms = do_bench(fn, warmup=5, rep=20, return_mode="median")
+            gms = do_bench_cudagraph(fn, rep=10, return_mode="median")
+            print(f"# launch floor: an empty kernel on {grid} programs: do_bench {ms * 1e3:.2f} us, "
+                  f"cudagraph {gms * 1e3:.2f} us")
+
     print("\n## summary: best candidate per shape, dtype and technique (by cudagraph time)")
     print(f"{'dtype':<6}{'shape':<16}{'technique':<10}{'best candidate':<34}{'do_bench':>9}{'cudagraph':>10}"
-          f"{'vs cuBLAS':>10}")
+          f"{'vs cuBLAS':>10}{'graph us':>10}")
     for dtype in DTYPES:
         for shape in SHAPES:
             base = cublas.get((dtype, shape))
-            for kind in ("cublas", "pers", "ctas", "splitk"):
+            for kind in ("cublas", "pers", "ctas", "splitk", "tiles"):
                 mine = [(v, c) for (c, d, s), v in results.items() if c[0] == kind and d == dtype and s == shape]
                 if not mine:
                     continue
                 v, c = max(mine, key=lambda t: t[0][1])
                 ratio = f"{v[1] / base[1]:.2f}x" if base else "-"
-                print(f"{dtype:<6}{shape_label(shape):<16}{kind:<10}{name(c):<34}{v[0]:>9.0f}{v[1]:>10.0f}{ratio:>10}")
+                us = 2.0 * shape[0] * shape[1] * shape[2] / v[1] / 1e6  # TFLOP/s back to microseconds
+                print(f"{dtype:<6}{shape_label(shape):<16}{kind:<10}{name(c):<34}{v[0]:>9.0f}{v[1]:>10.0f}{ratio:>10}"
+                      f"{us:>10.2f}")
     print("# checked against the fp32 product: " + ", ".join(f"{n} {k}" for k, n in counts.items())
           + f"; {len(errors)} (candidate, dtype, specialization) failed to compile or launch")
     if skipped:
