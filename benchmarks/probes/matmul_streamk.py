@@ -14,6 +14,12 @@ shares of K steps instead of whole tiles, so every SM gets the same amount of it
 * SK_TILES = "all" (every tile in the stream-K part), "hybrid" (the partial last wave plus one full
   wave, so each program has more than one tile's K steps to share out), or "none" (the same kernel,
   data-parallel only: the baseline).
+* run 29's first run of this probe found stream-K far slower; the second looks for where the time goes:
+  the walk over a program's pieces as a `while` loop or as a `for` loop over a computed count (`for`),
+  and, timed only, the same walk with every piece stored straight to C and no fix-up at all
+  (`no fix-up`: a wrong result, the cost of the walk alone); with MATMUL_STREAMK=walk in the
+  environment only those variants run, fp16 at 2048^3 and 4096^3, with each kernel's registers and
+  spills.
 Each point is checked against an fp32 product (output prefilled with NaN) before it is timed, then
 timed with do_bench (median, L2 flushed) and do_bench_cudagraph (median), beside cuBLAS and the
 benchmarks' best kernel for the shape (examples/matmul_persistent.py, autotuned). A piece's counter is
@@ -42,10 +48,19 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 SHAPES = [(2048, 2048, 2048), (4000, 3000, 2000), (4096, 4096, 4096)]
 CONFIGS = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4)]  # BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages
 MODES = ("none", "hybrid", "all")
+# (mode, SEG_FOR, FIXUP): the piece walk as a for loop, and the fix-up (False: wrong result, timed only)
+VARIANTS = [(m, False, True) for m in MODES]
+if os.environ.get("MATMUL_STREAMK") == "walk":
+    DTYPES = {"fp16": torch.float16}
+    SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096)]
+    CONFIGS = [(128, 256, 64, 8, 3)]
+    VARIANTS = [("none", False, True), ("hybrid", False, True), ("hybrid", True, True), ("hybrid", True, False),
+                ("all", False, True), ("all", True, True), ("all", True, False)]
 if DRY:  # tiny shapes: 3 programs, ragged edges, tiles split into pieces; bf16 is wrong in the interpreter
     DTYPES = {"fp16": torch.float16}
     SHAPES = [(64, 112, 48), (40, 24, 112)]
     CONFIGS = [(32, 32, 16, 4, 1)]
+    VARIANTS = [(m, f, True) for m in MODES for f in (False, True)] + [("all", True, False)]
 
 
 @triton.jit
@@ -77,9 +92,42 @@ def _store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BLOCK_M: tl.constexpr
 
 
 @triton.jit
+def _piece(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+           pid, grid, iters, units, u_begin, u_end, u, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+           BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, FIXUP: tl.constexpr):
+    """The stream-K steps u .. (the end of u's tile or of the range) of program pid; returns where they end."""
+    t = u // iters
+    t_start = t * iters
+    seg_end = tl.minimum(u_end, t_start + iters)
+    pid_m, pid_n = mm.tile_coords(t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _k_range(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, u - t_start, seg_end - t_start,
+                   BLOCK_M, BLOCK_N, BLOCK_K)
+    if not FIXUP:  # timing only: every piece stored straight to C (a wrong result)
+        _store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BLOCK_M, BLOCK_N)
+    elif (u == t_start) & (seg_end == t_start + iters):  # the whole tile: no pieces
+        _store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BLOCK_M, BLOCK_N)
+    else:
+        tile_elems = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        slot = 2 * pid + (u > u_begin).to(tl.int32)  # this range's first piece, or its last
+        tl.store(part_ptr + slot.to(tl.int64) * BLOCK_M * BLOCK_N + tile_elems, acc)
+        first = tl.cdiv((t_start + 1) * grid, units) - 1  # the program whose range holds the tile's first step
+        last = tl.cdiv((t_start + iters) * grid, units) - 1  # ... and its last step
+        tl.debug_barrier()  # every thread's piece is stored before the count says so
+        arrived = tl.atomic_add(count_ptr + t, 1, sem="acq_rel")
+        if arrived == last - first:  # the last piece to arrive adds the others and stores the tile
+            for q in range(first, last + 1):
+                if q != pid:
+                    q_slot = 2 * q + ((q * units) // grid < t_start).to(tl.int32)
+                    acc += tl.load(part_ptr + q_slot.to(tl.int64) * BLOCK_M * BLOCK_N + tile_elems, volatile=True)
+            _store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BLOCK_M, BLOCK_N)
+            tl.atomic_xchg(count_ptr + t, 0)  # ready for the next call
+    return seg_end
+
+
+@triton.jit
 def streamk_kernel(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_bk, stride_cm,
                    sk_tiles, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP_M: tl.constexpr):
+                   GROUP_M: tl.constexpr, SEG_FOR: tl.constexpr, FIXUP: tl.constexpr):
     """grid = one program per SM; tiles 0 .. sk_tiles - 1 stream-K, the rest data-parallel (see the docstring
     at the top). part: (2 * grid, BLOCK_M * BLOCK_N) fp32 slots; count: one int32 per tile, zero between calls.
     The host guarantees sk_tiles * cdiv(K, BLOCK_K) >= grid (or sk_tiles = 0): every range holds a K step."""
@@ -90,33 +138,16 @@ def streamk_kernel(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am,
     units = sk_tiles * iters
     u_begin = (pid * units) // grid
     u_end = ((pid + 1) * units) // grid
-    tile_elems = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     u = u_begin
-    while u < u_end:
-        t = u // iters
-        t_start = t * iters
-        seg_end = tl.minimum(u_end, t_start + iters)
-        pid_m, pid_n = mm.tile_coords(t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = _k_range(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, u - t_start, seg_end - t_start,
-                       BLOCK_M, BLOCK_N, BLOCK_K)
-        if (u == t_start) & (seg_end == t_start + iters):  # the whole tile: no pieces
-            _store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BLOCK_M, BLOCK_N)
-        else:
-            slot = 2 * pid + (u > u_begin).to(tl.int32)  # this range's first piece, or its last
-            tl.store(part_ptr + slot.to(tl.int64) * BLOCK_M * BLOCK_N + tile_elems, acc)
-            first = tl.cdiv((t_start + 1) * grid, units) - 1  # the program whose range holds the tile's first step
-            last = tl.cdiv((t_start + iters) * grid, units) - 1  # ... and its last step
-            tl.debug_barrier()  # every thread's piece is stored before the count says so
-            arrived = tl.atomic_add(count_ptr + t, 1, sem="acq_rel")
-            if arrived == last - first:  # the last piece to arrive adds the others and stores the tile
-                for q in range(first, last + 1):
-                    if q != pid:
-                        q_slot = 2 * q + ((q * units) // grid < t_start).to(tl.int32)
-                        acc += tl.load(part_ptr + q_slot.to(tl.int64) * BLOCK_M * BLOCK_N + tile_elems,
-                                       volatile=True)
-                _store_tile(c_ptr, acc, M, N, stride_cm, pid_m, pid_n, BLOCK_M, BLOCK_N)
-                tl.atomic_xchg(count_ptr + t, 0)  # ready for the next call
-        u = seg_end
+    if SEG_FOR:  # the pieces as a counted loop: one per tile the range touches
+        n_segs = tl.where(u_end > u_begin, (u_end - 1) // iters - u_begin // iters + 1, 0)
+        for _ in range(0, n_segs):
+            u = _piece(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_bk, stride_cm, pid, grid,
+                       iters, units, u_begin, u_end, u, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, FIXUP)
+    else:
+        while u < u_end:
+            u = _piece(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_bk, stride_cm, pid, grid,
+                       iters, units, u_begin, u_end, u, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, FIXUP)
     for t in range(sk_tiles + pid, num_tiles, grid):  # the data-parallel part: whole tiles
         pid_m, pid_n = mm.tile_coords(t, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         acc = _k_range(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, pid_m, pid_n, 0, iters, BLOCK_M, BLOCK_N, BLOCK_K)
@@ -139,7 +170,10 @@ def sk_tiles_for(mode: str, tiles: int, iters: int, grid: int) -> int:
 _BUFFERS = {}
 
 
-def streamk(a, b, c, cfg, mode):
+_COMPILED = {}  # (cfg, seg_for, fixup) -> the compiled kernel (registers, spills)
+
+
+def streamk(a, b, c, cfg, mode, seg_for=False, fixup=True):
     (M, K), N = a.shape, b.shape[1]
     bm, bn, bk, w, s = cfg
     grid = num_sms()
@@ -150,8 +184,9 @@ def streamk(a, b, c, cfg, mode):
                          torch.zeros(tiles, device=a.device, dtype=torch.int32))
     part, count = _BUFFERS[key]
     sk = sk_tiles_for(mode, tiles, triton.cdiv(K, bk), grid)
-    streamk_kernel[(grid,)](a, b, c, part, count, M, N, K, a.stride(0), b.stride(0), c.stride(0), sk,
-                            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=w, num_stages=s)
+    _COMPILED[(cfg, seg_for, fixup)] = streamk_kernel[(grid,)](
+        a, b, c, part, count, M, N, K, a.stride(0), b.stride(0), c.stride(0), sk, BLOCK_M=bm, BLOCK_N=bn,
+        BLOCK_K=bk, GROUP_M=8, SEG_FOR=seg_for, FIXUP=fixup, num_warps=w, num_stages=s)
     return c
 
 
@@ -175,6 +210,7 @@ def main():
             ref = a.float() @ b.float()
             c = torch.empty(M, N, device=dev, dtype=dtype)
             cases = {"cuBLAS torch.matmul": lambda: torch.matmul(a, b)}
+            timing_only = set()  # wrong by design: launched once, not checked
             if not DRY:
                 cases["benchmarks' best: matmul_persistent (auto)"] = lambda: mpe.matmul_persistent(a, b)
                 cases["benchmarks' best: matmul_persistent (tiles)"] = (
@@ -182,16 +218,23 @@ def main():
             for cfg in CONFIGS:
                 tiles = triton.cdiv(M, cfg[0]) * triton.cdiv(N, cfg[1])
                 seen = set()
-                for mode in MODES:
+                for mode, seg_for, fixup in VARIANTS:
                     sk = sk_tiles_for(mode, tiles, triton.cdiv(K, cfg[2]), num_sms())
-                    if sk in seen:
-                        continue  # the same launch as an earlier mode's
-                    seen.add(sk)
-                    name = f"{cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[3]} s{cfg[4]} {mode} ({sk} of {tiles} tiles stream-K)"
-                    cases[name] = lambda cfg=cfg, mode=mode: streamk(a, b, c, cfg, mode)
+                    if (sk, seg_for if sk else False, fixup if sk else True) in seen:
+                        continue  # the same launch as an earlier variant's
+                    seen.add((sk, seg_for if sk else False, fixup if sk else True))
+                    name = (f"{cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[3]} s{cfg[4]} {mode}{' for' if seg_for else ''}"
+                            f"{'' if fixup else ' no fix-up'} ({sk} of {tiles} tiles stream-K)")
+                    cases[name] = lambda cfg=cfg, m=mode, f=seg_for, x=fixup: streamk(a, b, c, cfg, m, f, x)
+                    if not fixup:
+                        timing_only.add(name)
             tol = 2e-2 if dtype == torch.bfloat16 else 1e-2
             checked = {}
             for name, fn in cases.items():
+                if name in timing_only:
+                    fn()
+                    checked[name] = True
+                    continue
                 for _ in range(2):  # twice: the second call runs on the counters the first left behind
                     c.fill_(float("nan"))
                     got = fn().float()
@@ -210,8 +253,12 @@ def main():
             print(f"\n## {dname} {shape_label((M, N, K))}")
             for name in good:
                 t_b, t_g = statistics.median(bench[name]), statistics.median(graph[name])
-                print(f"{name:<58}{flops / t_b / 1e9:>7.0f} /{flops / t_g / 1e9:>5.0f}  {base / t_g:.3f}x"
-                      f"  ({max(graph[name]) / min(graph[name]) - 1:.1%})")
+                print(f"{name:<66}{flops / t_b / 1e9:>7.0f} /{flops / t_g / 1e9:>5.0f}  {base / t_g:.3f}x"
+                      f"  ({max(graph[name]) / min(graph[name]) - 1:.1%})" + ("  wrong result, timed only"
+                                                                             if name in timing_only else ""))
+    for (cfg, seg_for, fixup), k in _COMPILED.items():
+        if not DRY:
+            print(f"# registers/spills: {cfg} for={seg_for} fix-up={fixup}: {k.n_regs} registers, {k.n_spills} spills")
     print(f"\n# checked against the fp32 product, each twice: {wrong} WRONG")
 
 
