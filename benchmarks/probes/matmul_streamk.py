@@ -14,7 +14,7 @@ shares of K steps instead of whole tiles, so every SM gets the same amount of it
 * SK_TILES = "all" (every tile in the stream-K part), "hybrid" (the partial last wave plus one full
   wave, so each program has more than one tile's K steps to share out), or "none" (the same kernel,
   data-parallel only: the baseline).
-* run 29's first run of this probe found stream-K far slower; the second looks for where the time goes:
+* the first run of this probe (run 30) found stream-K far slower; the second looks for where the time goes:
   the walk over a program's pieces as a `while` loop or as a `for` loop over a computed count (`for`),
   and, timed only, the same walk with every piece stored straight to C and no fix-up at all
   (`no fix-up`: a wrong result, the cost of the walk alone); with MATMUL_STREAMK=walk in the
