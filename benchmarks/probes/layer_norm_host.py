@@ -18,7 +18,7 @@ Usage: python benchmarks/probes/layer_norm_host.py   (needs CUDA)
 import time
 
 import torch
-from _examples import load_example  # this folder is on sys.path (see _examples.py)
+from _examples import interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
 
 
 def per_call_us(fn, calls=1000):
@@ -76,7 +76,7 @@ def main() -> None:
 
 def do_bench_passes(ex, passes=5) -> None:
     import triton
-    from triton.testing import do_bench, do_bench_cudagraph
+    from triton.testing import do_bench_cudagraph
 
     print("\n== forward, 2^26 elements: do_bench median per pass (warmup 5 ms, rep 30 ms, L2 flushed) and "
           "do_bench_cudagraph median (rep 2 ms), ms")
@@ -96,10 +96,7 @@ def do_bench_passes(ex, passes=5) -> None:
                     x, y, w, b, mean, rstd, n, x.stride(0), n, 1e-5, BLOCK_N=bn, num_warps=ex._num_warps(bn)),
                 "F.layer_norm": lambda: torch.nn.functional.layer_norm(x, (n,), w, b),
             }
-            times = {name: [] for name in cases}
-            for _ in range(passes):
-                for name, fn in cases.items():
-                    times[name].append(do_bench(fn, warmup=5, rep=30))
+            times = interleaved_times(cases, passes=passes, warmup=5, rep=30)
             print(f"-- {str(dtype).removeprefix('torch.')} {m} x {n}")
             for name, fn in cases.items():
                 graph = do_bench_cudagraph(fn, rep=2)
