@@ -44,6 +44,7 @@ from scripts import (
     results,
     schedules,
     sections,
+    teaching,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -326,7 +327,9 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     benches = expressions.quoted_benches(markdown, data.specs)
     old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""
-    if reproduction is not None and benches is not None:  # a whole-site page has the full account
+    # The account of a second run belongs with the evidence: Benchmarks pages only (scripts/teaching.py);
+    # a whole-site page has the full account.
+    if reproduction is not None and benches is not None and not teaching.is_teaching(path):
         notice = compare_runs.page_notice(reproduction[0], benches, set(stale), reproduction[3],
                                           ctx.up + "benchmarks.md#reproduction")
     try:
