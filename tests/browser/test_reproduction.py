@@ -53,7 +53,8 @@ def test_benchmarks_page_shows_the_probe_behind_the_explanation():
     assert "Configs chosen by five re-tunings" in section
 
 
-@pytest.mark.parametrize("rel", ["benchmarks/matmul", "benchmarks/matmul-persistent", "benchmarks/softmax"])
+@pytest.mark.parametrize("rel", ["benchmarks/matmul", "benchmarks/matmul-persistent", "benchmarks/softmax",
+                                 "benchmarks/layer-norm", "benchmarks/attention"])
 def test_a_page_lists_the_points_of_its_examples_that_did_not_reproduce(rel):
     c, _, _, _ = _comparison()
     html = _html(rel)
