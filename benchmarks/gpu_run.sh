@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # One batched run on the lent GPU machine (see README "On a GPU machine").
 #   bash benchmarks/gpu_run.sh STAGE [STAGE ...]
-# Stages: probes | examples | tests | codeblocks | check | bench:<example>[,<example>...] | bench:all
+# Stages: cases | probes | examples | tests | codeblocks | check | bench:<example>[,<example>...] | bench:all
+# `cases` runs the re-runnable measurements of benchmarks/cases/ (CASES="schedules ..." picks them);
+# `probes` runs kept probes of benchmarks/evidence/<page>/ again, PROBES="benchmarks/evidence/<page>/<name>.py ..."
+# (paths, in order), each as it was written: from a scratch benchmarks/.probes/ beside _examples.py.
 # Everything it prints and writes lands in $OUT/run.tgz (logs/ and results/); the `check`
 # stage (scripts/gpu_check.py, CHECK_ARGS e.g. "--runs 2") writes its record, only when
 # nothing failed, to $OUT/verified/<gpu>.json, beside the archive.
@@ -24,12 +27,22 @@ python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__ver
 for stage in "$@"; do
   t0=$(date +%s)
   case "$stage" in
-    probes)  # PROBES="a b c" picks and orders them; PROBE_BUDGET (s) stops starting new ones
-      for n in ${PROBES:-$(cd benchmarks/probes && ls [!_]*.py | sed 's/\.py$//')}; do  # _examples.py is a helper
-        if (( $(date +%s) - t0 > ${PROBE_BUDGET:-400} )); then echo "probe $n skipped: budget spent"; continue; fi
-        timeout 120 python3 "benchmarks/probes/$n.py" > "$LOG/probe_$n.txt" 2>&1
-        echo "probe $n rc=$? $(( $(date +%s) - t0 )) s"
+    cases)  # CASES="schedules matmul_variation" picks and orders them (default: all); PROBE_BUDGET as below
+      for n in ${CASES:-$(cd benchmarks/cases && ls [!_]*.py | sed 's/\.py$//')}; do  # _examples.py is a helper
+        if (( $(date +%s) - t0 > ${PROBE_BUDGET:-400} )); then echo "case $n skipped: budget spent"; continue; fi
+        timeout 120 python3 "benchmarks/cases/$n.py" > "$LOG/case_$n.txt" 2>&1
+        echo "case $n rc=$? $(( $(date +%s) - t0 )) s"
       done ;;
+    probes)  # PROBES="benchmarks/evidence/softmax/softmax_gap.py ..." (paths); PROBE_BUDGET (s) stops starting new ones
+      rm -rf benchmarks/.probes && mkdir -p benchmarks/.probes && cp benchmarks/cases/_examples.py benchmarks/.probes/
+      for p in ${PROBES:-}; do cp "$p" benchmarks/.probes/ || echo "probe $p: no such file"; done  # all first: one may import another
+      for p in ${PROBES:-}; do
+        n=$(basename "$p" .py)
+        if (( $(date +%s) - t0 > ${PROBE_BUDGET:-400} )); then echo "probe $n skipped: budget spent"; continue; fi
+        timeout 120 python3 "benchmarks/.probes/$n.py" > "$LOG/probe_$n.txt" 2>&1
+        echo "probe $n rc=$? $(( $(date +%s) - t0 )) s"
+      done
+      rm -rf benchmarks/.probes ;;
     examples)
       for e in examples/*.py; do
         timeout 120 python3 "$e" > "$LOG/example_$(basename "$e" .py).txt" 2>&1

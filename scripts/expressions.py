@@ -23,8 +23,8 @@ from pathlib import Path
 from scripts import compare_runs, gpu_check, results, schedules, targets
 
 ROOT = Path(__file__).resolve().parent.parent
-# What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
-MATMUL_VARIATION = ROOT / "benchmarks" / "logs" / "run10" / "matmul_variation.json"
+# What benchmarks/cases/matmul_variation.py measured (why the large matmuls move between runs).
+MATMUL_VARIATION = ROOT / "benchmarks/evidence/overview/run10/matmul_variation.json"
 
 EXPR = re.compile(r"\{\{\s*(bench|examples|verified|schedule)(?![\w.-])\s*([^}]*?)\s*\}\}")
 PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")

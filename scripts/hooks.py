@@ -273,8 +273,8 @@ def on_nav(nav, config, files, **kwargs):
 
 # What every page may render from, besides its own Markdown.
 SHARED_INPUTS = ("examples", "benchmarks/results", "benchmarks/reproduction", "benchmarks/verified",
-                 "benchmarks/schedules", "benchmarks/logs/run10", "scripts", "docs/includes", "docs/widgets",
-                 "mkdocs.yml")
+                 "benchmarks/schedules", "benchmarks/evidence/overview/run10", "scripts", "docs/includes",
+                 "docs/widgets", "mkdocs.yml")
 INPUTS_KEY = CACHE / "shared-inputs.key"
 
 

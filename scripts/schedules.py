@@ -1,5 +1,5 @@
 """The measured schedules of the "programs in flight" widget: which SM ran each program or
-tile of a real kernel, and when (recorded on the GPU by benchmarks/probes/schedules.py).
+tile of a real kernel, and when (recorded on the GPU by benchmarks/cases/schedules.py).
 
 The committed record is ``benchmarks/schedules/<gpu>.json`` (its own folder: benchmarks/results/
 holds only CSV + meta result files). The build ships it as ``assets/data/schedules.json``; without
@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SCHEDULES_DIR = ROOT / "benchmarks" / "schedules"
 SITE_NAME = "schedules.json"
-EMPTY = {"traces": [], "note": "no measured schedules: run benchmarks/probes/schedules.py on the GPU"}
+EMPTY = {"traces": [], "note": "no measured schedules: run benchmarks/cases/schedules.py on the GPU"}
 
 
 def site_blob(gpu: str = "h200", folder: Path = SCHEDULES_DIR) -> bytes:

@@ -1,4 +1,4 @@
-"""Measured schedules: the probe's pure helpers (benchmarks/probes/schedules.py, imported from its
+"""Measured schedules: the probe's pure helpers (benchmarks/cases/schedules.py, imported from its
 path: no CUDA needed), what the build ships (scripts/schedules.py), and the "programs in flight"
 widget drawing a schedule. The widget tests feed it a synthetic document through a routed
 assets/data/schedules.json, so they pass with or without the committed H200 record."""
@@ -16,7 +16,7 @@ from scripts import schedules as site_schedules
 
 from .harness import DESKTOP, NARROW, ROOT, SITE, open_widget, page_overflow, screenshot, set_dark
 
-PROBE_PATH = ROOT / "benchmarks" / "probes" / "schedules.py"
+PROBE_PATH = ROOT / "benchmarks/cases/schedules.py"
 
 
 @pytest.fixture(scope="module")

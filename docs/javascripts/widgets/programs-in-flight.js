@@ -1,7 +1,7 @@
 /* Triton in Tiles widget: programs in flight (docs/widgets/programs-in-flight.html). Shared helpers: core.js.
  *
  * Two sources:
- * - "measured": schedules recorded on the GPU by benchmarks/probes/schedules.py (assets/data/schedules.json,
+ * - "measured": schedules recorded on the GPU by benchmarks/cases/schedules.py (assets/data/schedules.json,
  *   shipped by scripts/schedules.py): one lane per SM, a bar per program (or per tile of a persistent
  *   program) from its start to its end, coloured by program; concurrent programs of one SM share its lane
  *   in thin rows. The default when the file holds traces.
@@ -257,7 +257,7 @@
       svg.appendChild(cursor);
       p.figure.appendChild(svg);
       var note = h("p", { class: "tit-note", "data-role": "provenance", text: "Recorded with %smid and %globaltimer " +
-        "by benchmarks/probes/schedules.py on " + (m.tr.gpu || doc.gpu || "a GPU") +
+        "by benchmarks/cases/schedules.py on " + (m.tr.gpu || doc.gpu || "a GPU") +
         (m.tr.date || doc.date ? ", " + String(m.tr.date || doc.date).slice(0, 10) : "") +
         (m.tr.kernel ? "; kernel " + m.tr.kernel : "") + "." });
       p.figure.appendChild(note);
