@@ -106,7 +106,7 @@ def test_leading_shapes(shape):
 def test_eps_and_constant_rows(eps):
     # a constant row has variance 0: y = b exactly, and eps alone keeps rstd finite. The reference is
     # float64: torch's fp32 layer norm on the H200 put the mean of forty 7.0s an ulp off 7, which rstd =
-    # 1e6 (eps 1e-12) turned into an error of 1.0 (benchmarks/logs/run16); the kernel's mean is exact.
+    # 1e6 (eps 1e-12) turned into an error of 1.0 (benchmarks/evidence/layer-norm/run16); the kernel's mean is exact.
     x, w, b = inputs((4, 40))
     x[1] = 7.0
     x[2] = 0.0
@@ -343,7 +343,7 @@ def test_too_many_rows_are_refused_before_anything_is_allocated(monkeypatch):
 
 def test_eager_calls_launch_directly_and_the_operator_through_wrap_triton(monkeypatch):
     """wrap_triton costs ~145 us of host time per eager launch against 15 us for a direct one
-    (benchmarks/logs/run18/probe_layer_norm_host.txt): the eager path must not use it."""
+    (benchmarks/evidence/layer-norm/run18/probe_layer_norm_host.txt): the eager path must not use it."""
     calls = []
 
     def counting(kernel):

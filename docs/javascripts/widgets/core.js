@@ -124,6 +124,9 @@
       "aria-label": label, class: "tit-svg", preserveAspectRatio: "xMinYMin meet", style: "max-width:" + width + "px" });
   }
 
+  // A page of the site by its path from the root ("benchmarks/guide/#persistent"), as an absolute URL.
+  function siteUrl(path) { return new URL(path, SITE_ROOT).href; }
+
   function loadData(name) {
     if (!dataCache[name]) {
       dataCache[name] = fetch(new URL("assets/data/" + name, SITE_ROOT).href)
@@ -177,6 +180,6 @@
   window.TIT = {
     cdiv: cdiv, h: h, s: s, setAttrs: setAttrs, append: append, clear: clear, fmtInt: fmtInt,
     fmtBytes: fmtBytes, nextId: nextId, slider: slider, select: select, button: button, frame: frame,
-    svgRoot: svgRoot, loadData: loadData, register: register, start: start,
+    svgRoot: svgRoot, loadData: loadData, siteUrl: siteUrl, register: register, start: start,
   };
 })();

@@ -11,7 +11,7 @@
 (function (T) {
   "use strict";
   var s = T.s, h = T.h, clear = T.clear, slider = T.slider, select = T.select, button = T.button, frame = T.frame,
-    svgRoot = T.svgRoot, loadData = T.loadData, fmtInt = T.fmtInt;
+    svgRoot = T.svgRoot, loadData = T.loadData, siteUrl = T.siteUrl, fmtInt = T.fmtInt;
 
   var TICKS = 500; // the time slider's steps over a measured trace
   var PLAY_MS = 6000; // a measured trace plays in about this long
@@ -256,10 +256,13 @@
       var cursor = s("line", { y1: 0, y2: H - 14, class: "tit-cursor" });
       svg.appendChild(cursor);
       p.figure.appendChild(svg);
-      var note = h("p", { class: "tit-note", "data-role": "provenance", text: "Recorded with %smid and %globaltimer " +
-        "by benchmarks/cases/schedules.py on " + (m.tr.gpu || doc.gpu || "a GPU") +
+      var note = h("p", { class: "tit-note", "data-role": "provenance" }, [
+        "Measured on " + (m.tr.gpu || doc.gpu || "a GPU") +
         (m.tr.date || doc.date ? ", " + String(m.tr.date || doc.date).slice(0, 10) : "") +
-        (m.tr.kernel ? "; kernel " + m.tr.kernel : "") + "." });
+        ", with %smid and %globaltimer read at each program's start and end" +
+        (m.tr.kernel ? "; kernel " + m.tr.kernel : "") + ". ",
+        h("a", { href: siteUrl("benchmarks/guide/#persistent-vs-non-persistent-grids"), text: "How they were recorded" }),
+        "."]);
       p.figure.appendChild(note);
       svgParts = { bars: bars, cursor: cursor, left: left, scale: scale, lanes: shown.length };
     }
