@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import compare_runs, gpu_check, results, schedules, targets
+from scripts import compare_runs, results, schedules, targets, verified
 
 ROOT = Path(__file__).resolve().parent.parent
 # What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
@@ -136,7 +136,7 @@ def render_bench(page: Page, args: list[str]) -> str:
 TOP: dict[str, Callable[[Page, list[str]], str]] = {
     "bench": render_bench,
     "examples": _no_args(lambda p: p.examples_table()),
-    "verified": _no_args(lambda p: gpu_check.page_text()),
+    "verified": _no_args(lambda p: verified.page_text()),
     "schedule": lambda p, args: schedules.render(args),  # {{ schedule rows span }}: benchmarks/schedules/
 }
 

@@ -7,7 +7,7 @@ dispatches to a script that does the work and knows nothing of MkDocs:
   worker processes, cached on the notebook's hash; each worker also renders the page of the
   notebook it ran into mkdocs-jupyter's cache, ``scripts/jupyter_pages.py``). An example whose
   file is byte for byte the one a GPU check ran shows that run's output instead of running in the
-  interpreter (``gpu_check.recorded_output``, ``benchmarks/verified/outputs/``). Meanwhile read
+  interpreter (``verified.recorded_output``, ``benchmarks/verified/outputs/``). Meanwhile read
   the results and redraw every plot (``scripts/results.py``, ``scripts/plots.py``) and the widgets' data
   (``scripts/schedules.py``, ``scripts/widget_data.py``, cached on their inputs).
 * ``on_files``: add those notebooks, plots and data files to the site.
@@ -36,7 +36,6 @@ import scripts
 from scripts import (
     compare_runs,
     expressions,
-    gpu_check,
     jupyter_pages,
     notebooks,
     pages,
@@ -45,6 +44,7 @@ from scripts import (
     schedules,
     sections,
     teaching,
+    verified,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +98,7 @@ def example_to_notebook(src: Path) -> bytes:
     """The notebook of one example (scripts/notebooks.py), with the output a GPU check recorded for
     this very file when there is one; made again only when the example, that output, the marker
     parser or the converter changed."""
-    recorded = gpu_check.recorded_output(src)
+    recorded = verified.recorded_output(src)
     key = (src.read_bytes(), json.dumps(recorded, sort_keys=True).encode(),
            *((ROOT / "scripts" / f).read_bytes() for f in ("sections.py", "notebooks.py")))
     return _remembered(_NOTEBOOKS, key, lambda: notebooks.example_to_notebook(key[0].decode(), recorded))
@@ -112,7 +112,7 @@ def notebook_title(src: Path) -> str:
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "jupyter_pages", "notebooks",
+HELPERS = ("results", "plots", "targets", "compare_runs", "verified", "sections", "jupyter_pages", "notebooks",
            "schedules", "pages", "expressions")
 
 
