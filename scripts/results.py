@@ -20,8 +20,6 @@ the MkDocs hook renders them at build time, and a missing result fails the build
 
 ``python -m scripts.results --stale`` lists the result files whose example changed since
 they were measured (or that predate provenance records); ``--strict`` makes that fail.
-``python -m scripts.results --backfill-code-hash`` adds ``code_sha256`` to result files written
-before the runner recorded it, from the version of the example in git whose sha256 they recorded.
 """
 
 from __future__ import annotations
@@ -46,7 +44,6 @@ COLUMNS = [
     "example", "bench", "x_name", "x", "provider", "timing", "metric",
     "value", "ms_p50", "ms_p20", "ms_p80", "work", "host_bound", "spread",
 ]
-OLD_COLUMNS = COLUMNS[:12]  # files written before host_bound and spread existed
 CEILING_KEYS = {"copy": "copy_gbps", "fp16": "cublas_fp16_tflops", "bf16": "cublas_bf16_tflops"}
 # How a row's time was taken. do_bench: triton.testing.do_bench (CUDA events around each call, L2
 # flushed before it); cudagraph: do_bench_cudagraph (calls replayed from a CUDA graph, L2 warm);
@@ -245,16 +242,17 @@ def parse_rows(fh) -> list[dict]:
     """Rows of one CSV. ``host_bound`` of a do_bench row is derived here from its time and the
     CUDA-graph time of the same point (``is_host_bound``, the rule as it stands now: the flag the
     runner wrote applied the rule of its day); a graph row is never host-bound; a row with no such
-    pair, or timed on the host (metric "us"), keeps what the file says. Old files (no host_bound,
-    spread columns) get spread None."""
+    pair, or timed on the host (metric "us"), keeps what the file says. A single-pass point has
+    spread None."""
     reader = csv.DictReader(fh)
+    if reader.fieldnames != COLUMNS:
+        raise ResultError(f"{getattr(fh, 'name', 'a result file')}: columns {reader.fieldnames}, expected {COLUMNS}")
     rows = []
     for row in reader:
         for key in ("value", "ms_p50", "ms_p20", "ms_p80", "work"):
             row[key] = float(row[key])
-        row["host_bound"] = _flag(row.get("host_bound"))
-        sp = row.get("spread")
-        row["spread"] = float(sp) if sp not in (None, "") else None
+        row["host_bound"] = _flag(row["host_bound"])
+        row["spread"] = float(row["spread"]) if row["spread"] else None
         rows.append(row)
     graph = graph_times(rows)
     for r in rows:
@@ -413,65 +411,6 @@ def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR, code_hash=No
     return out
 
 
-def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, timeout=60, check=True)
-
-
-def backfill_code_hash(folder: Path, examples_dir: Path = EXAMPLES_DIR, repo: Path = ROOT) -> list[str]:
-    """Add ``code_sha256`` to each ``<example>.meta.json`` in ``folder`` that lacks it, computed from
-    the version of ``examples/<example>.py`` in git (any commit of any branch) whose sha256 is the
-    ``source_sha256`` the run recorded, plus ``code_sha256_from`` saying so. A meta with no such
-    version is left as it is and reported: the code hash is never guessed. The file is rewritten
-    as the runner writes it (``dump_meta``), the two fields after ``source_sha256``. Returns one line
-    per meta file."""
-    report = []
-    versions: dict[str, dict[str, tuple[str, bytes]]] = {}  # example -> sha256 -> (commit, bytes)
-    for path in sorted(Path(folder).glob("*.meta.json")):
-        example = path.name.removesuffix(".meta.json")
-        text = path.read_text()
-        meta = json.loads(text)
-        shown = path.relative_to(repo).as_posix() if path.is_relative_to(repo) else path.as_posix()
-        if meta.get("code_sha256"):
-            report.append(f"has      {shown}: code_sha256 recorded")
-            continue
-        recorded = meta.get("source_sha256")
-        if not recorded:
-            report.append(f"NO MATCH {shown}: no source_sha256 recorded")
-            continue
-        if dump_meta(meta) != text:
-            report.append(f"SKIPPED  {shown}: not in the runner's JSON layout; not rewritten")
-            continue
-        rel = f"{Path(examples_dir).relative_to(repo).as_posix()}/{example}.py"
-        if example not in versions:
-            found = versions[example] = {}
-            for commit in _git(repo, "log", "--all", "--format=%H", "--", rel).stdout.decode().split():
-                try:
-                    blob = _git(repo, "show", f"{commit}:{rel}").stdout
-                except subprocess.CalledProcessError:
-                    continue  # deleted in that commit
-                found.setdefault(hashlib.sha256(blob).hexdigest(), (commit, blob))
-        match = versions[example].get(recorded)
-        if match is None:
-            report.append(f"NO MATCH {shown}: no version of {rel} in git has the recorded sha256 {recorded[:12]}…")
-            continue
-        commit, blob = match
-        try:
-            code = code_sha256(blob)
-        except SyntaxError as err:
-            report.append(f"NO MATCH {shown}: {rel} as of {commit[:10]} does not parse ({err.msg})")
-            continue
-        out = {}
-        for key, value in meta.items():
-            out[key] = value
-            if key == "source_sha256":
-                out["code_sha256"] = code
-                out["code_sha256_from"] = (f"backfilled: computed from {rel} as of commit {commit}, "
-                                           "the version whose sha256 this run recorded")
-        path.write_text(dump_meta(out))
-        report.append(f"matched  {shown}: {rel} as of {commit[:10]}")
-    return report
-
-
 # --- page expressions ------------------------------------------------------------------------------
 
 def fmt_value(value: float, metric: str) -> str:
@@ -556,7 +495,7 @@ def render_expression(data: Results, expr: str) -> str:
         return f"{100 * row['value'] / ceiling:.0f}%"
     if kind == "spread":
         if row.get("spread") is None:
-            raise ResultError(f"{bench}@{x}:{provider} has no spread (a single-pass or old-format result)")
+            raise ResultError(f"{bench}@{x}:{provider} has no spread (a single-pass result)")
         return f"{100 * row['spread']:.1f}%"
     raise ResultError(f"unknown kind {kind!r} (meta, value, ms, ratio, pct, spread, ceiling, ridge)")
 
@@ -641,20 +580,9 @@ def main(argv=None) -> int:
     parser.add_argument("--strict", action="store_true", help="with --stale: exit 1 when any is stale")
     parser.add_argument("--results", type=Path, default=RESULTS_DIR, help="results folder (holds <gpu>/)")
     parser.add_argument("--gpu", default=GPU_DIR)
-    parser.add_argument("--backfill-code-hash", nargs="*", type=Path, metavar="FOLDER",
-                        help="add code_sha256 to the .meta.json files lacking it, from the example version in git "
-                             "whose sha256 they recorded (default folders: benchmarks/results/<gpu> and "
-                             "benchmarks/reproduction/<gpu>)")
     args = parser.parse_args(argv)
-    if args.backfill_code_hash is not None:
-        folders = args.backfill_code_hash or [RESULTS_DIR / args.gpu, ROOT / "benchmarks" / "reproduction" / args.gpu]
-        report = [line for folder in folders for line in backfill_code_hash(folder)]
-        print("\n".join(report))
-        unmatched = sum(1 for line in report if not line.startswith(("matched", "has")))
-        print(f"{len(report) - unmatched} of {len(report)} result files have code_sha256")
-        return 1 if unmatched else 0
     if not args.stale:
-        parser.error("nothing to do (use --stale or --backfill-code-hash)")
+        parser.error("nothing to do (use --stale)")
     # the specs as the examples declare them now (their cudagraph_timing is checked against the rows)
     data = load(args.results, args.gpu, specs=example_specs(EXAMPLES_DIR, cache_dir=ROOT / ".cache" / "site" / "specs"))
     stale = stale_results(data)

@@ -9,7 +9,6 @@ import csv
 import hashlib
 import importlib.util
 import json
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -307,17 +306,17 @@ META = {
 
 
 def write_synthetic(folder: Path) -> None:
-    """An old-format result file (no host_bound, spread) with old-style metadata."""
+    """A single-pass result file (no host_bound, spread values) with old-style metadata."""
     folder.mkdir(parents=True)
     rows = []
     for x in (1024, 4096):
         for provider, value in (("triton", 900.0), ("torch", 600.0)):
-            rows.append(["ex", "b_num", "n", x, provider, "do_bench", "GB/s", value, 1, 1, 1, 1])
-    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "do_bench", "TFLOP/s", 450.0, 0.05, 1, 1, 1])
-    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "cudagraph", "TFLOP/s", 480.0, 0.02, 1, 1, 1])
+            rows.append(["ex", "b_num", "n", x, provider, "do_bench", "GB/s", value, 1, 1, 1, 1, "", ""])
+    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "do_bench", "TFLOP/s", 450.0, 0.05, 1, 1, 1, "", ""])
+    rows.append(["ex", "b_lab", "shape", "40x30x20", "triton", "cudagraph", "TFLOP/s", 480.0, 0.02, 1, 1, 1, "", ""])
     with (folder / "ex.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(results.OLD_COLUMNS)
+        w.writerow(results.COLUMNS)
         w.writerows(rows)
     (folder / "ex.meta.json").write_text(json.dumps(META))
 
@@ -353,7 +352,7 @@ NEW_ROWS = [
 ]
 
 
-def test_old_format_files_still_load_and_render(tmp_path):
+def test_single_pass_files_load_and_render(tmp_path):
     write_synthetic(tmp_path / "res" / "h200")
     data = results.load(tmp_path / "res")
     lab = data.find("b_lab", "40x30x20", "triton")
@@ -590,52 +589,6 @@ def test_stale_detection_compares_cudagraph_timing_with_the_rows(tmp_path):
     assert results.stale_results(data, ex_dir) == {}
     data = results.load(tmp_path / "res", specs={"n_b": spec})
     assert "took no CUDA-graph times of n_b" in results.stale_results(data, ex_dir)["nx"].reason
-
-
-def _git_repo(root: Path, versions: list[str]) -> list[str]:
-    """A git repository whose examples/nx.py went through ``versions``; their commits."""
-    def git(*args):
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
-                              capture_output=True, text=True).stdout.strip()
-
-    (root / "examples").mkdir(parents=True)
-    git("init", "-q")
-    commits = []
-    for text in versions:
-        (root / "examples" / "nx.py").write_text(text)
-        git("add", "examples/nx.py")
-        git("commit", "-q", "-m", "v")
-        commits.append(git("rev-parse", "HEAD"))
-    return commits
-
-
-def test_backfill_takes_the_code_hash_from_the_version_the_run_measured(tmp_path):
-    pytest.importorskip("shutil").which("git") or pytest.skip("needs git")
-    old = SAMPLE.replace("return x + 1", "return x + 3")  # measured, then the kernel changed
-    commits = _git_repo(tmp_path, [old, SAMPLE])
-    folder = tmp_path / "res" / "h200"
-    write_new_format(folder, NEW_ROWS, source_sha256=hashlib.sha256(old.encode()).hexdigest())
-    meta = json.loads((folder / "nx.meta.json").read_text())
-    before = results.dump_meta(meta)
-    (folder / "nx.meta.json").write_text(before)
-    (folder / "other.meta.json").write_text(results.dump_meta({**meta, "source_sha256": "f" * 64}))
-    report = results.backfill_code_hash(folder, tmp_path / "examples", repo=tmp_path)
-    assert report[0].startswith("matched") and commits[0][:10] in report[0]
-    assert report[1].startswith("NO MATCH") and "ffffffffffff" in report[1]
-    after = (folder / "nx.meta.json").read_text()
-    written = json.loads(after)
-    assert written["code_sha256"] == results.code_sha256(old) != results.code_sha256(SAMPLE)
-    assert commits[0] in written["code_sha256_from"]
-    assert list(written)[list(written).index("source_sha256") + 1:][:2] == ["code_sha256", "code_sha256_from"]
-    added = [line for line in after.splitlines() if line not in before.splitlines()]
-    assert len(added) == 2 and len(after.splitlines()) == len(before.splitlines()) + 2  # only the two fields
-    assert json.loads((folder / "other.meta.json").read_text()).get("code_sha256") is None  # never guessed
-    assert results.backfill_code_hash(folder, tmp_path / "examples", repo=tmp_path)[0].startswith("has")
-    data = results.load(tmp_path / "res")
-    (tmp_path / "examples" / "nx.py").write_text(old)
-    assert "nx" not in results.stale_results(data, tmp_path / "examples")
-    (tmp_path / "examples" / "nx.py").write_text(SAMPLE)  # the kernel that changed after the run
-    assert "measured code" in results.stale_results(data, tmp_path / "examples")["nx"].reason
 
 
 def _hooks():
