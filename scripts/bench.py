@@ -93,7 +93,7 @@ def method(passes: int) -> str:
 
 
 def example_names() -> list[str]:
-    return sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    return [p.stem for p in results.example_files(EXAMPLES)]
 
 
 def gpu_slug(name: str) -> str:

@@ -55,6 +55,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from scripts.results import example_files
 from scripts.verified import OUTPUTS, VERIFIED_DIR, describe, describe_diff, diff_files, file_hashes, load_records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -486,7 +487,7 @@ def main(argv=None) -> int:
     for name in ("PYTEST_SHUFFLE_SEED", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS"):
         env.pop(name, None)  # seeds on the command line; the profile for the properties step only
     seeds = pick_seeds(args.seed, args.runs)
-    names = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    names = [p.stem for p in example_files(ROOT / "examples")]
     limits = []
     if args.suite:
         limits.append("tests limited to " + " ".join(args.suite))

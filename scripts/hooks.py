@@ -63,7 +63,7 @@ REPRODUCTION = ROOT / "benchmarks" / "reproduction" / results.GPU_DIR
 
 
 def example_files() -> list[Path]:
-    return sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    return results.example_files(EXAMPLES)
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:

@@ -70,6 +70,13 @@ HOST_BOUND_LONG_RATIO = 1.30
 SPREAD_FLAG = 0.05  # a point whose passes differ by more than 5% is flagged on its plot
 
 
+def example_files(examples_dir: Path = EXAMPLES_DIR) -> list[Path]:
+    """Every example, sorted by name: ``examples/*.py`` less the helpers whose name starts with "_".
+    The one list of examples: the site's pages and notebooks, the runner, the GPU check and the tests
+    all take it from here."""
+    return sorted(p for p in Path(examples_dir).glob("*.py") if not p.name.startswith("_"))
+
+
 class ResultError(LookupError):
     """A quoted result that the data does not hold."""
 
@@ -312,7 +319,7 @@ def start_example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | Non
     """``example_specs`` in the background: starts the child process (when the cache misses) and
     returns at once a function that waits for it and returns the specs. The build does other work
     (the widget traces) while the child imports torch and every example."""
-    files = sorted(p for p in Path(examples_dir).glob("*.py") if not p.name.startswith("_"))
+    files = example_files(examples_dir)
     if not files:
         return dict
     key = hashlib.sha256()

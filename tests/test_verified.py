@@ -17,7 +17,7 @@ import types
 import pytest
 from support import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
 
-from scripts import gpu_check
+from scripts import gpu_check, results
 from scripts import verified as records
 
 RECORDS = gpu_check.load_records()
@@ -305,8 +305,7 @@ def test_main_records_two_seeds_when_everything_passed(fake_machine, tmp_path, c
     assert seed5[1][:2] == ["-n", "3"] and "--shuffle-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
     other = int(seed6[1][-1].split("=")[1])
     assert record["seeds"] == [5, other] and other != 5
-    assert "--codeblocks" in codeblocks[1] and examples[1] == sorted(
-        p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    assert "--codeblocks" in codeblocks[1] and examples[1] == [p.stem for p in results.example_files()]
     assert all(c[3] == "1" for c in calls)  # the steps know a check is running
     if (ROOT / gpu_check.PROPERTIES).exists():  # once, on its own, with the GPU profile
         assert calls[4][1] == ["-n", "3", gpu_check.PROPERTIES, "--shuffle-seed=5"] and calls[4][2] == "gpu"

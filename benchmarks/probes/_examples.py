@@ -1,6 +1,7 @@
 """What the probes share: importing an example by file path (probes run as scripts, so this folder,
 not the repository root, is on sys.path: `from _examples import load_example`), a shape's label, the
-interleaved timing passes, the copy ceiling, and the wall-clock stand-in for do_bench on a dry run."""
+GPU's SM count, the interleaved timing passes, the copy ceiling, and the wall-clock stand-in for
+do_bench on a dry run."""
 
 import importlib.util
 import sys
@@ -21,6 +22,13 @@ def load_example(name: str):
 def shape_label(shape) -> str:
     """(S, S, S) -> "S"; any other (M, N, K) -> "MxNxK"."""
     return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+
+
+def sm_count(device=0) -> int:
+    """How many SMs the GPU `device` has: the one place the probes ask."""
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def interleaved_times(cases: dict, passes: int = 3, timer=None, **bench) -> dict[str, list[float]]:

@@ -27,7 +27,7 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-from _examples import copy_ceiling, interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
+from _examples import copy_ceiling, interleaved_times, load_example, sm_count  # this folder is on sys.path
 from triton.testing import do_bench_cudagraph
 
 
@@ -48,7 +48,7 @@ def main() -> None:
         return
     ex = load_example("layer_norm")
     dev = torch.device("cuda")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    sms = sm_count()
     ceiling = copy_ceiling()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; "
           "do_bench_cudagraph median (rep 20 ms), median of 3 interleaved passes; fp16, M x N = 2^26")

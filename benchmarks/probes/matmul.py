@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import linear_gelu as lg  # noqa: E402
 import matmul as mm  # noqa: E402
 import triton  # noqa: E402
-from _examples import shape_label, wall_clock_bench  # noqa: E402  (the probes' folder, sys.path[1])
+from _examples import shape_label, sm_count, wall_clock_bench  # noqa: E402  (the probes' folder, sys.path[1])
 
 BUDGET_S = 80  # plus a few seconds of imports: under 90 s in all
 DRY = not torch.cuda.is_available()  # dry run: interpreter, tiny shapes
@@ -143,7 +143,7 @@ def _compile_job(job):
             launch_matmul(c, a, b, out)
         else:
             bias = torch.randn(N, device="cuda", dtype=DTYPES[dtype])
-            launch_lg(c, a, b, bias, out, torch.cuda.get_device_properties(0).multi_processor_count)
+            launch_lg(c, a, b, bias, out, sm_count())
         torch.cuda.synchronize()
         return None
     except Exception as err:  # reported again, with context, by the timed run
@@ -161,7 +161,7 @@ def main():
         from triton.testing import do_bench, do_bench_cudagraph
 
         dev = torch.device("cuda")
-        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        sms = sm_count(dev)
         triton.set_allocator(_alloc)
         print(f"# {torch.cuda.get_device_name()} SMs={sms} torch {torch.__version__} triton {triton.__version__}")
 

@@ -44,7 +44,7 @@ if not torch.cuda.is_available():
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from _examples import load_example, shape_label, wall_clock_bench  # noqa: E402  (this folder is on sys.path, see _examples.py)
+from _examples import load_example, shape_label, sm_count, wall_clock_bench  # noqa: E402  (this folder is on sys.path, see _examples.py)
 
 mm = load_example("matmul")  # matmul_tma_kernel (non-persistent, in-kernel descriptors), tile_coords
 mpe = load_example("matmul_persistent")  # matmul_tiles_kernel (one program per tile, pointer loads)
@@ -225,7 +225,7 @@ def first_line(err) -> str:
 
 @functools.cache
 def num_sms() -> int:  # 3 under the interpreter: tiny shapes still give programs 2 tiles and 1 tile
-    return 3 if DRY else torch.cuda.get_device_properties(0).multi_processor_count
+    return 3 if DRY else sm_count()
 
 
 def launch(c, a, b, out):

@@ -31,6 +31,7 @@ if not torch.cuda.is_available():
 
 import triton  # noqa: E402
 from _examples import interleaved_times, load_example, shape_label, wall_clock_bench  # noqa: E402
+from _examples import sm_count as gpu_sm_count  # noqa: E402
 
 mpe = load_example("matmul_persistent")
 DRY = not torch.cuda.is_available()
@@ -119,7 +120,7 @@ def main():
         from triton.testing import do_bench_cudagraph as graph_timer
 
         dev = torch.device("cuda")
-        sm_count = torch.cuda.get_device_properties(0).multi_processor_count
+        sm_count = gpu_sm_count()
         triton.set_allocator(mpe._cuda_scratch)  # the launcher sets it too, on its first TMA call
         print(f"# {torch.cuda.get_device_name()} SMs={sm_count} torch {torch.__version__} triton {triton.__version__}"
               "; CUDA-graph time (do_bench_cudagraph median, rep 10 ms), 3 interleaved passes, median")

@@ -39,7 +39,7 @@ if not torch.cuda.is_available():
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-from _examples import interleaved_times, load_example, shape_label, wall_clock_bench  # noqa: E402
+from _examples import interleaved_times, load_example, shape_label, sm_count, wall_clock_bench  # noqa: E402
 
 mm = load_example("matmul")  # tile_coords (grouped order)
 mpe = load_example("matmul_persistent")  # the benchmarks' kernels, autotuned
@@ -155,7 +155,7 @@ def streamk_kernel(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am,
 
 
 def num_sms() -> int:  # 3 under the interpreter: tiny shapes still split tiles into pieces
-    return 3 if DRY else torch.cuda.get_device_properties(0).multi_processor_count
+    return 3 if DRY else sm_count()
 
 
 def sk_tiles_for(mode: str, tiles: int, iters: int, grid: int) -> int:

@@ -44,13 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import matmul_persistent as mp  # noqa: E402
 import persistent_rows as pr  # noqa: E402
 import triton  # noqa: E402
+from _examples import sm_count  # noqa: E402  (the probes' folder, sys.path[1])
 from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 
 assert torch.cuda.is_available(), "this probe needs a GPU"
 T0 = time.time()
 BUDGET_S = 78
 DEV = torch.device("cuda")
-SMS = torch.cuda.get_device_properties(DEV).multi_processor_count
+SMS = sm_count(DEV)
 print(f"# {torch.cuda.get_device_name()} SMs={SMS} torch {torch.__version__} triton {triton.__version__}")
 triton.set_allocator(mp._cuda_scratch)
 

@@ -36,6 +36,7 @@ import triton.language as tl
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 import softmax as sm  # noqa: E402
+from _examples import sm_count  # noqa: E402  (the probes' folder, sys.path[1])
 
 BUDGET_S = 60.0  # softmax sections; split-K gets until SPLIT_K_BUDGET_S
 SPLIT_K_BUDGET_S = 78.0
@@ -209,7 +210,7 @@ def split_k_section() -> None:
         print(f"# splitk: skipped ({err})")
         return
     dev = DEV
-    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    sms = sm_count(dev)
     shapes = [(256, 256, k) for k in (1024, 4096, 16384, 65536)] + [(128, 128, 16384), (512, 512, 16384),
                                                                    (1024, 1024, 8192)]
     for m, n, k in shapes:

@@ -25,7 +25,7 @@ import statistics
 import torch
 import triton
 import triton.language as tl
-from _examples import copy_ceiling, interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
+from _examples import copy_ceiling, interleaved_times, load_example, sm_count  # this folder is on sys.path
 
 
 @triton.jit
@@ -58,7 +58,7 @@ def main() -> None:
         print("needs CUDA")
         return
     ex = load_example("softmax")
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    sms = sm_count()
     ceiling_gbps = copy_ceiling()
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, triton {triton.__version__}; "
           "do_bench median (L2 flushed), median of 3 interleaved passes; GB/s = 2 x bytes of x / time")

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from _examples import copy_ceiling, interleaved_times, load_example  # this folder is on sys.path (see _examples.py)
+from _examples import copy_ceiling, interleaved_times, load_example, sm_count  # this folder is on sys.path
 from softmax_gap import chunk_kernel, print_table
 
 
@@ -76,7 +76,7 @@ def persistent_split(x: torch.Tensor, per_sm: int, prefetch: bool, block: int, w
                      max_spins: int = 2**24) -> torch.Tensor:
     """Softmax of a 2-D x with unit column stride by the persistent split kernel: per_sm programs per SM."""
     n_rows, n_cols = x.shape
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    sms = sm_count(x.device)
     n_chunks = triton.cdiv(n_cols, block)
     if n_chunks > sms:
         raise ValueError(f"{n_chunks} chunks per row do not fit {sms} SMs at once")
@@ -130,7 +130,7 @@ def main() -> None:
                                         BLOCK_N=block, MATH=True, num_warps=warps)
 
         cases = {"torch copy": lambda: y.copy_(x), "split, no exchange (wrong result)": no_exchange,
-                 f"launcher ({ex.pick_variant(n, torch.cuda.get_device_properties(0).multi_processor_count)})":
+                 f"launcher ({ex.pick_variant(n, sm_count())})":
                      lambda: ex.softmax(x)}
         ref = ex.softmax_torch(x)
         for p, pf, w in variants:
