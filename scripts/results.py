@@ -15,8 +15,9 @@ of the measured code, and a result is stale only when its measured code changed
 (``stale_results``). Result files written before that carry a copy of the spec in their
 metadata: it is used only for a bench no example declares any more.
 
-Pages quote results with ``{{ bench ... }}`` expressions (see ``render_expression``);
-the MkDocs hook renders them at build time, and a missing result fails the build.
+Pages quote results with ``{{ bench ... }}`` expressions (their grammar: ``scripts/expressions.py``;
+the quotes of the data: ``quote_*`` below); the MkDocs hook renders them at build time, and a
+missing result fails the build.
 
 ``python -m scripts.results --stale`` lists the result files whose example changed since
 they were measured (or that predate provenance records); ``--strict`` makes that fail.
@@ -430,68 +431,21 @@ def fmt_value(value: float, metric: str) -> str:
     return f"{value:,.3g} {metric}"
 
 
-def _parse_point(arg: str) -> tuple[str, str, str]:
-    """'bench@x:provider' -> (bench, x, provider)."""
-    try:
-        bench, rest = arg.split("@", 1)
-        x, provider = rest.split(":", 1)
-    except ValueError:
-        raise ResultError(f"expected bench@x:provider, got {arg!r}") from None
-    return bench, x, provider
+def quote_meta(data: Results, example: str, key: str) -> str:
+    """A field of one example's run (gpu, torch, triton, date, ...; dotted for a nested one)."""
+    if example not in data.meta:
+        raise ResultError(f"no metadata for example {example!r}")
+    value = data.meta[example]
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ResultError(f"metadata of {example!r} has no {key!r}")
+        value = value[part]
+    return str(value)
 
 
-def render_expression(data: Results, expr: str) -> str:
-    """Render one ``{{ bench ... }}`` expression.
-
-    * ``meta <example> <field>``: a field of that example's run (gpu, torch, triton, date, ...)
-    * ``value <bench>@<x>:<provider> [timing]``: the measured metric, e.g. ``3,998 GB/s``
-    * ``ms <bench>@<x>:<provider> [timing]``: the median time in ms
-    * ``ratio <bench>@<x>:<a>/<b> [timing]``: metric of a over metric of b, e.g. ``1.07×``
-    * ``pct <bench>@<x>:<provider> [timing]``: percent of the bench's measured ceiling
-    * ``spread <bench>@<x>:<provider> [timing]``: max / min - 1 over the run's passes, e.g. ``1.2%``
-    * ``ceiling <bench>``: the ceiling the bench is measured against, e.g. ``4,270 GB/s``
-    * ``ridge <flops bench> <bytes bench>``: roofline ridge point, ceiling FLOP/s over ceiling bytes/s
-
-    ``timing`` is one of ``TIMINGS``; without it a point's do_bench row is used (or its only row).
-    """
-    parts = expr.split()
-    if not parts:
-        raise ResultError("empty expression")
-    kind, args = parts[0], parts[1:]
-    timing = None
-    if args and args[-1] in TIMINGS:
-        timing = args.pop()
-    if kind == "meta":
-        if len(args) != 2:
-            raise ResultError("expected: meta <example> <field>")
-        example, key = args
-        if example not in data.meta:
-            raise ResultError(f"no metadata for example {example!r}")
-        value = data.meta[example]
-        for part in key.split("."):
-            if not isinstance(value, dict) or part not in value:
-                raise ResultError(f"metadata of {example!r} has no {key!r}")
-            value = value[part]
-        return str(value)
-    if kind == "ridge":
-        if len(args) != 2:
-            raise ResultError("expected: ridge <flops bench> <bytes bench>")
-        (_, flops), (_, gbps) = data.ceiling(args[0]), data.ceiling(args[1])
-        return f"{flops * 1e12 / (gbps * 1e9):,.0f} FLOP/byte"
-    if kind == "ceiling":
-        if len(args) != 1:
-            raise ResultError("expected: ceiling <bench>")
-        name, value = data.ceiling(args[0])
-        return fmt_value(value, "GB/s" if name == "copy" else "TFLOP/s")
-    if len(args) != 1:
-        raise ResultError(f"expected: {kind} bench@x:provider")
-    bench, x, provider = _parse_point(args[0])
-    if kind == "ratio":
-        if "/" not in provider:
-            raise ResultError("expected: ratio bench@x:a/b")
-        a, b = provider.split("/", 1)
-        ra, rb = data.find(bench, x, a, timing), data.find(bench, x, b, timing)
-        return f"{ra['value'] / rb['value']:.2f}×"
+def quote_point(data: Results, kind: str, bench: str, x: str, provider: str, timing: str | None = None) -> str:
+    """One point's ``value`` (its metric), ``ms`` (median time), ``pct`` (of the bench's ceiling) or
+    ``spread`` (over the passes); without a timing its do_bench row (or its only row)."""
     row = data.find(bench, x, provider, timing)
     if kind == "value":
         return fmt_value(row["value"], row["metric"])
@@ -504,7 +458,34 @@ def render_expression(data: Results, expr: str) -> str:
         if row.get("spread") is None:
             raise ResultError(f"{bench}@{x}:{provider} has no spread (a single-pass result)")
         return f"{100 * row['spread']:.1f}%"
-    raise ResultError(f"unknown kind {kind!r} (meta, value, ms, ratio, pct, spread, ceiling, ridge)")
+    raise ResultError(f"no quote {kind!r} of a point")
+
+
+def quote_ratio(data: Results, bench: str, x: str, a: str, b: str, timing: str | None = None) -> str:
+    """The metric of provider a over that of b at one point, e.g. ``1.07×``."""
+    ra, rb = data.find(bench, x, a, timing), data.find(bench, x, b, timing)
+    return f"{ra['value'] / rb['value']:.2f}×"
+
+
+def quote_ceiling(data: Results, bench: str) -> str:
+    """The ceiling the bench is measured against, measured in the same run."""
+    name, value = data.ceiling(bench)
+    return fmt_value(value, "GB/s" if name == "copy" else "TFLOP/s")
+
+
+def quote_ridge(data: Results, flops_bench: str, bytes_bench: str) -> str:
+    """The roofline's ridge point: one bench's FLOP/s ceiling over another's bytes/s ceiling."""
+    (_, flops), (_, gbps) = data.ceiling(flops_bench), data.ceiling(bytes_bench)
+    return f"{flops * 1e12 / (gbps * 1e9):,.0f} FLOP/byte"
+
+
+def render_expression(data: Results, expr: str) -> str:
+    """One ``{{ bench ... }}`` expression rendered from ``data`` alone, e.g. ``value
+    softmax_fp32@4096:triton``: parsed by the grammar, which declares every kind once
+    (``scripts/expressions.py``, ``GRAMMAR``)."""
+    from scripts import expressions  # it imports this module
+
+    return expressions.render_bench_words(expressions.Page("", data), expr.split())
 
 
 def repeatability_table(data: Results) -> str:
