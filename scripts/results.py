@@ -12,8 +12,7 @@ Titles, axis names, metrics, ceilings, speed targets and whether a plot shows th
 series come from the examples' ``BENCHMARKS`` at build time (``example_specs``), not from the
 result files, so fixing a title or a target needs no GPU run: those spec entries are not part
 of the measured code, and a result is stale only when its measured code changed
-(``stale_results``). Result files written before that carry a copy of the spec in their
-metadata: it is used only for a bench no example declares any more.
+(``stale_results``).
 
 Pages quote results with ``{{ bench ... }}`` expressions (their grammar: ``scripts/expressions.py``;
 the quotes of the data: ``quote_*`` below); the MkDocs hook renders them at build time, and a
@@ -275,8 +274,8 @@ def parse_rows(fh) -> list[dict]:
 
 
 def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, dict] | None = None) -> Results:
-    """Read every result file of one GPU. ``specs`` (bench -> spec, from ``example_specs``)
-    takes precedence over the copies old metadata files carry."""
+    """Read every result file of one GPU, with ``specs`` (bench -> spec, from ``example_specs``):
+    the titles, axes, ceilings and targets of the benches, which the result files do not hold."""
     folder = Path(results_dir) / gpu
     out = Results(folder=folder)
     if folder.is_dir():
@@ -284,13 +283,8 @@ def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, d
             with path.open(newline="") as fh:
                 out.rows += parse_rows(fh)
         for path in sorted(folder.glob("*.meta.json")):
-            meta = json.loads(path.read_text())
-            example = path.name.removesuffix(".meta.json")
-            out.meta[example] = meta
-            for spec in meta.get("benchmarks", []):
-                out.specs[spec["name"]] = {**spec, "example": example}
-    for name, spec in (specs or {}).items():
-        out.specs[name] = {**out.specs.get(name, {}), **spec}
+            out.meta[path.name.removesuffix(".meta.json")] = json.loads(path.read_text())
+    out.specs = {name: dict(spec) for name, spec in (specs or {}).items()}
     return out
 
 

@@ -298,15 +298,16 @@ META = {
     "gpu": "Test GPU", "sm_count": 2, "driver": "0", "torch": "t", "triton": "tr", "python": "3",
     "date": "2026-01-01T00:00:00+00:00", "method": "synthetic data for a unit test",
     "ceilings": {"copy_gbps": 1000.0, "cublas_fp16_tflops": 500.0, "cublas_bf16_tflops": 520.0},
-    "benchmarks": [
-        {"name": "b_num", "title": "numeric x", "x_name": "n", "metric": "GB/s", "ceiling": "copy"},
-        {"name": "b_lab", "title": "labelled x", "x_name": "shape", "metric": "TFLOP/s", "ceiling": "fp16"},
-    ],
+}
+# the specs of write_synthetic's benches, as results.example_specs gives them
+SPECS = {
+    "b_num": {"name": "b_num", "title": "numeric x", "x_name": "n", "metric": "GB/s", "ceiling": "copy"},
+    "b_lab": {"name": "b_lab", "title": "labelled x", "x_name": "shape", "metric": "TFLOP/s", "ceiling": "fp16"},
 }
 
 
 def write_synthetic(folder: Path) -> None:
-    """A single-pass result file (no host_bound, spread values) with old-style metadata."""
+    """A single-pass result file (no host_bound, spread values); its specs are ``SPECS``."""
     folder.mkdir(parents=True)
     rows = []
     for x in (1024, 4096):
@@ -331,7 +332,7 @@ def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None =
         for r in rows:
             w.writerow({"example": "nx", "x_name": "n", "metric": "GB/s", "ms_p20": r["ms_p50"],
                         "ms_p80": r["ms_p50"], "work": 1e6, **r})
-    meta = {k: v for k, v in META.items() if k not in ("benchmarks", "method")}
+    meta = {k: v for k, v in META.items() if k != "method"}
     meta.update({"method": "new", "passes": passes, "source_sha256": source_sha256, "git_commit": "abc123",
                  "git_dirty": False, "peers": {}, **extra})
     (folder / "nx.meta.json").write_text(json.dumps(meta))
@@ -354,7 +355,7 @@ NEW_ROWS = [
 
 def test_single_pass_files_load_and_render(tmp_path):
     write_synthetic(tmp_path / "res" / "h200")
-    data = results.load(tmp_path / "res")
+    data = results.load(tmp_path / "res", specs=SPECS)
     lab = data.find("b_lab", "40x30x20", "triton")
     assert lab["timing"] == "do_bench" and lab["host_bound"] is True  # 0.05 ms vs 0.02 ms in the graph
     assert data.find("b_lab", "40x30x20", "triton", "cudagraph")["host_bound"] is False
@@ -397,8 +398,8 @@ def test_plots_mark_host_bound_and_spread_and_take_titles_from_the_spec(tmp_path
 
 def test_plots_are_byte_identical_and_captioned(tmp_path):
     write_synthetic(tmp_path / "res" / "h200")
-    first = {p.name: p.read_bytes() for p in plots.draw_all(tmp_path / "res", tmp_path / "a")}
-    second = {p.name: p.read_bytes() for p in plots.draw_all(tmp_path / "res", tmp_path / "b")}
+    first, second = ({p.name: p.read_bytes() for p in plots.draw_all(
+        tmp_path / "res", tmp_path / out, data=results.load(tmp_path / "res", specs=SPECS))} for out in "ab")
     assert first == second and set(first) == {"b_num.svg", "b_lab.svg"}
     svg = first["b_num.svg"].decode()
     assert "Test GPU" in svg and "synthetic data" in svg and "measured ceiling" in svg
@@ -406,7 +407,7 @@ def test_plots_are_byte_identical_and_captioned(tmp_path):
 
 def test_quoted_numbers_render_from_data(tmp_path):
     write_synthetic(tmp_path / "res" / "h200")
-    data = results.load(tmp_path / "res")
+    data = results.load(tmp_path / "res", specs=SPECS)
     r = results.render_expression
     assert r(data, "value b_num@4096:triton") == "900 GB/s"
     assert r(data, "ratio b_num@4096:triton/torch") == "1.50×"
@@ -613,7 +614,7 @@ def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
     write_synthetic(tmp_path / "res" / "h200")
     meta = {**META, "source_sha256": results.sha256_of(ex_dir / "ex.py")}
     (tmp_path / "res" / "h200" / "ex.meta.json").write_text(json.dumps(meta))
-    data = results.load(tmp_path / "res")
+    data = results.load(tmp_path / "res", specs=SPECS)
     monkeypatch.setattr(hooks.results, "load", lambda *args, **kwargs: data)
     monkeypatch.setattr(hooks, "EXAMPLES", ex_dir)
     out = hooks.on_page_markdown("fused: {{ bench value b_num@4096:triton }}.", Page, {}, None)
