@@ -1,32 +1,38 @@
-"""Every expression a page may hold: one grammar, one registry.
+"""Every expression a page may hold, declared once: ``GRAMMAR``.
 
-    {{ bench KIND ARGS... }}   a number, a table or a section from the result files
-    {{ examples }}             the map of the stories (example -> page -> test -> results -> plots)
-    {{ verified }}             on which GPU and date the code last passed every check
+    {{ bench KIND ARGS... }}       a number, a table or a section from the result files
+    {{ examples }}                 the map of the stories (example -> page -> test -> results -> plots)
+    {{ verified }}                 on which GPU and date the code last passed every check
+    {{ schedule TRACE STATISTIC }} a number from a measured schedule (benchmarks/schedules/)
 
-``bench`` kinds are the entries of ``BENCH`` (tables over the whole site, a probe's table, the
-winners of one bench) and, for any other kind, the quotes of one point or field that
-``results.render_expression`` documents (``value``, ``ms``, ``ratio``, ``pct``, ``spread``,
-``meta``, ``ceiling``, ``ridge``). ``render`` substitutes them; any error becomes an
-``ExpressionError`` that names the page, the line and the expression. ``scripts/hooks.py``
-only decides when each is rendered and turns the error into a failed build.
+Each entry of ``GRAMMAR`` (a ``Kind``) gives an expression's name, its arguments (``Arg``: how each
+is written, parsed and documented, and whether it names a bench or an example), how it renders and
+its help text. ``render`` substitutes the expressions of a page; an unknown kind, a missing or an
+unknown argument, or a result the data does not hold becomes an ``ExpressionError`` that names the
+page, the line and the expression. ``quoted_benches`` and ``quoted_examples`` read the same
+declaration to tell which result files a page quotes, and ``results.render_expression`` renders
+through it. ``scripts/hooks.py`` only decides when each is rendered and turns the error into a
+failed build. ``python -m scripts.expressions --write-docs`` writes the grammar's documentation
+into CONTRIBUTING.md (between ``DOCS_START`` and ``DOCS_END``) from this declaration.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import compare_runs, gpu_check, results, schedules, targets
+from scripts import compare_runs, results, schedules, targets, verified
 
 ROOT = Path(__file__).resolve().parent.parent
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+DOCS_START, DOCS_END = "<!-- grammar:start -->", "<!-- grammar:end -->"
 # What benchmarks/cases/matmul_variation.py measured (why the large matmuls move between runs).
 MATMUL_VARIATION = ROOT / "benchmarks/evidence/overview/run10/matmul_variation.json"
-
-EXPR = re.compile(r"\{\{\s*(bench|examples|verified|schedule)(?![\w.-])\s*([^}]*?)\s*\}\}")
 PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")
 
 
@@ -48,20 +54,6 @@ class Page:
     @property
     def up(self) -> str:
         return "../" * self.path.count("/")
-
-
-@dataclass(frozen=True)
-class Kind:
-    render: Callable[[Page, list[str]], str]
-    whole_site: bool = False  # quotes every result file: the page needs no per-bench notice
-
-
-def _no_args(fn: Callable[[Page], str]) -> Callable[[Page, list[str]], str]:
-    def render(page: Page, args: list[str]) -> str:
-        if args:
-            raise results.ResultError(f"takes no arguments, got {' '.join(args)!r}")
-        return fn(page)
-    return render
 
 
 def all_plots(page: Page) -> str:
@@ -98,101 +90,308 @@ def _reproduction(page: Page) -> str:
     return compare_runs.site_section(*page.reproduction)
 
 
-def _winners(page: Page, args: list[str]) -> str:
-    """winners <bench> <provider> <provider> ... [cudagraph]"""
-    args = list(args)
-    timing = args.pop() if args and args[-1] == "cudagraph" else "do_bench"
-    if len(args) < 2:
-        raise results.ResultError("needs a bench name and at least one provider")
-    return targets.winners_table(page.data, args[0], args[1:], timing)
+# --- the grammar ---------------------------------------------------------------------------------
+
+def _word(word: str) -> str:
+    return word
 
 
-BENCH: dict[str, Kind] = {
-    "targets": Kind(lambda p, args: targets.markdown_table(p.data, " ".join(args), p.example_order), whole_site=True),
-    "summary": Kind(_no_args(lambda p: targets.summary_table(p.data)), whole_site=True),
-    "plots": Kind(_no_args(all_plots), whole_site=True),
-    "repeatability": Kind(_no_args(lambda p: results.repeatability_table(p.data)), whole_site=True),
-    "provenance": Kind(_no_args(lambda p: results.provenance_table(p.data, p.stale)), whole_site=True),
-    "host_bound_evidence": Kind(_no_args(lambda p: results.host_bound_evidence(p.data)), whole_site=True),
-    "reproduction": Kind(_no_args(_reproduction), whole_site=True),
-    "matmul_variation": Kind(_no_args(lambda p: matmul_variation_table())),
-    "winners": Kind(_winners),
-}
-POINT_KINDS = ("value", "ms", "ratio", "pct", "spread", "meta", "ceiling", "ridge")  # results.render_expression
+def _point(word: str) -> tuple[str, str, str]:
+    """'bench@x:provider' -> (bench, x, provider)."""
+    try:
+        bench, rest = word.split("@", 1)
+        x, provider = rest.split(":", 1)
+    except ValueError:
+        raise results.ResultError(f"expected <bench>@<x>:<provider>, got {word!r}") from None
+    return bench, x, provider
 
 
-def render_bench(page: Page, args: list[str]) -> str:
-    if not args:
+def _pair(word: str) -> tuple[str, str, str, str]:
+    """'bench@x:a/b' -> (bench, x, a, b)."""
+    bench, x, providers = _point(word)
+    if "/" not in providers:
+        raise results.ResultError(f"expected <bench>@<x>:<a>/<b>, got {word!r}")
+    a, b = providers.split("/", 1)
+    return bench, x, a, b
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of an expression."""
+
+    syntax: str  # as the documentation writes it
+    help: str
+    parse: Callable[[str], object] = _word  # a word -> its value (a ResultError when malformed)
+    optional: bool = False  # may be left out (an optional last argument is known by ``accepts``)
+    many: bool = False  # takes every remaining word (at least one unless optional)
+    accepts: Callable[[str], bool] = lambda word: True  # for an optional last argument: is this word it?
+    benches: Callable[[object], set[str]] | None = None  # the benches its value names (quoted_benches)
+    example: bool = False  # its value names an example (quoted_examples)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One expression: ``{{ <top> [<name>] <args>... }}``."""
+
+    top: str  # the expression's first word: bench, examples, verified, schedule
+    name: str | None  # a bench expression's kind (its second word); None for the others
+    args: tuple[Arg, ...]
+    render: Callable[..., str]  # (page, one value per argument) -> Markdown
+    help: str
+    whole_site: bool = False  # quotes every result file: the page needs no per-bench notice
+    quotes: Callable[[tuple, dict | None], set[str] | None] | None = None  # which benches, where not the args'
+
+    @property
+    def syntax(self) -> str:
+        return " ".join([self.top, *([self.name] if self.name else []), *(a.syntax for a in self.args)])
+
+
+POINT = Arg("<bench>@<x>:<provider>", "one point of a bench: its name, the x value and the provider", _point,
+            benches=lambda v: {v[0]})
+PAIR = Arg("<bench>@<x>:<a>/<b>", "one point of a bench, two providers", _pair, benches=lambda v: {v[0]})
+TIMING = Arg("[<timing>]", f"how the row was timed, one of {', '.join(results.TIMINGS)}; without it the point's "
+             "do_bench row (or its only row)", optional=True, accepts=lambda w: w in results.TIMINGS)
+BENCH_ARG = Arg("<bench>", "a bench's name (the `name` of a spec in an example's `BENCHMARKS`)",
+                benches=lambda v: {v})
+NO_ARGS: tuple[Arg, ...] = ()
+
+
+def _point_kind(name: str, help: str) -> Kind:
+    return Kind("bench", name, (POINT, TIMING),
+                lambda p, point, timing: results.quote_point(p.data, name, *point, timing), help)
+
+
+def _targets_quote(values: tuple, specs: dict | None) -> set[str] | None:
+    """One kernel's targets (a prefix, with the examples' specs) quote the benches they judge;
+    the whole table, or a prefix without the specs, every result file."""
+    (words,) = values
+    if not words or specs is None:
+        return None
+    return {b for t, _ in targets.matching(specs, " ".join(words)) for b in t.benches}
+
+
+GRAMMAR: tuple[Kind, ...] = (
+    _point_kind("value", "the measured metric of one point, e.g. `3,998 GB/s`"),
+    _point_kind("ms", "the median time of one point in ms"),
+    Kind("bench", "ratio", (PAIR, TIMING),
+         lambda p, pair, timing: results.quote_ratio(p.data, *pair, timing),
+         "the metric of provider a over that of b at one point, e.g. `1.07×`"),
+    _point_kind("pct", "one point's metric in percent of its bench's ceiling measured in the same run"),
+    _point_kind("spread", "how far the passes of one point differ: max / min - 1, e.g. `1.2%`"),
+    Kind("bench", "meta", (Arg("<example>", "an example's name (its result file's)", example=True),
+                           Arg("<field>", "a field of that run's `.meta.json`: gpu, torch, triton, date, ...; "
+                                          "dotted for a nested one (`ceilings.copy_gbps`)")),
+         lambda p, example, key: results.quote_meta(p.data, example, key), "a field of one example's run"),
+    Kind("bench", "ceiling", (BENCH_ARG,), lambda p, bench: results.quote_ceiling(p.data, bench),
+         "the ceiling a bench is measured against, e.g. `4,270 GB/s`"),
+    Kind("bench", "ridge", (Arg("<flops bench>", "a bench measured against a FLOP/s ceiling", benches=lambda v: {v}),
+                            Arg("<bytes bench>", "a bench measured against the copy ceiling", benches=lambda v: {v})),
+         lambda p, flops, gbps: results.quote_ridge(p.data, flops, gbps),
+         "the roofline's ridge point: FLOP/s ceiling over bytes/s ceiling, in FLOP/byte"),
+    Kind("bench", "winners", (BENCH_ARG, Arg("<provider>...", "the providers compared", many=True),
+                              Arg("[cudagraph]", "compare CUDA-graph times instead of do_bench", optional=True,
+                                  parse=lambda w: w, accepts=lambda w: w == "cudagraph")),
+         lambda p, bench, providers, graph: targets.winners_table(p.data, bench, providers, graph or "do_bench"),
+         "which provider is fastest at each x of one bench, and by how much"),
+    Kind("bench", "targets", (Arg("[<prefix>...]", "the words the targets' labels start with (one kernel's); "
+                                                   "without them every target", many=True, optional=True),),
+         lambda p, words: targets.markdown_table(p.data, " ".join(words), p.example_order),
+         "the speed targets the examples' specs declare, judged on the results", whole_site=True,
+         quotes=_targets_quote),
+    Kind("bench", "summary", NO_ARGS, lambda p: targets.summary_table(p.data),
+         "per bench, the best Triton provider at its largest x against the ceiling", whole_site=True),
+    Kind("bench", "plots", NO_ARGS, lambda p: all_plots(p), "every plot, each under its title", whole_site=True),
+    Kind("bench", "repeatability", NO_ARGS, lambda p: results.repeatability_table(p.data),
+         "per bench: passes, how far they spread, how many points are host-bound", whole_site=True),
+    Kind("bench", "provenance", NO_ARGS, lambda p: results.provenance_table(p.data, p.stale),
+         "per result file: when and from which commit it was measured, whether it matches its example",
+         whole_site=True),
+    Kind("bench", "host_bound_evidence", NO_ARGS, lambda p: results.host_bound_evidence(p.data),
+         "how do_bench and CUDA-graph times of the same points compare (the host-bound rule's evidence)",
+         whole_site=True),
+    Kind("bench", "reproduction", NO_ARGS, lambda p: _reproduction(p),
+         "the verdict of the second run on the results shown", whole_site=True),
+    Kind("bench", "matmul_variation", NO_ARGS, lambda p: matmul_variation_table(),
+         "the matmul variation probe's sustained-load phases and re-tunings"),
+    Kind("examples", None, NO_ARGS, lambda p: p.examples_table(),
+         "the map of the stories: each example's notebook, pages, tests, result file and plots"),
+    Kind("verified", None, NO_ARGS, lambda p: verified.page_text(),
+         "on which GPU and date the current code last passed every check"),
+    Kind("schedule", None, (Arg("<trace>", "a trace of `benchmarks/schedules/<gpu>.json`"),
+                            Arg("<statistic>", f"one of {', '.join(schedules.STATS)}")),
+         lambda p, trace, stat: schedules.render([trace, stat]), "a number from a measured schedule"),
+)
+BENCH: dict[str, Kind] = {k.name: k for k in GRAMMAR if k.top == "bench"}
+OTHERS: dict[str, Kind] = {k.top: k for k in GRAMMAR if k.top != "bench"}
+TOP: tuple[str, ...] = tuple(dict.fromkeys(k.top for k in GRAMMAR))  # the expressions' first words
+EXPR = re.compile(r"\{\{\s*(" + "|".join(TOP) + r")(?![\w.-])\s*([^}]*?)\s*\}\}")
+
+
+def kind_of(top: str, words: list[str]) -> tuple[Kind, list[str]]:
+    """The kind of an expression and its argument words."""
+    if top != "bench":
+        return OTHERS[top], list(words)
+    if not words:
         raise results.ResultError("empty expression")
-    kind = BENCH.get(args[0])
-    if kind is not None:
-        return kind.render(page, args[1:])
-    if args[0] not in POINT_KINDS:
-        known = ", ".join(sorted([*BENCH, *POINT_KINDS]))
-        raise results.ResultError(f"unknown kind {args[0]!r}; known: {known}")
-    return results.render_expression(page.data, " ".join(args))
+    kind = BENCH.get(words[0])
+    if kind is None:
+        raise results.ResultError(f"unknown kind {words[0]!r}; known: {', '.join(sorted(BENCH))}")
+    return kind, list(words[1:])
 
 
-TOP: dict[str, Callable[[Page, list[str]], str]] = {
-    "bench": render_bench,
-    "examples": _no_args(lambda p: p.examples_table()),
-    "verified": _no_args(lambda p: gpu_check.page_text()),
-    "schedule": lambda p, args: schedules.render(args),  # {{ schedule rows span }}: benchmarks/schedules/
-}
+def parse_args(kind: Kind, words: list[str]) -> tuple:
+    """One value per argument of ``kind`` (None for an optional one left out); a ResultError for a
+    missing, malformed or unknown argument."""
+    if not kind.args and words:
+        raise results.ResultError(f"takes no arguments, got {' '.join(words)!r}")
+    words, declared, tail = list(words), list(kind.args), []
+    while declared and declared[-1].optional and not declared[-1].many:
+        arg = declared.pop()
+        tail.insert(0, arg.parse(words.pop()) if words and arg.accepts(words[-1]) else None)
+    values = []
+    for arg in declared:
+        if arg.many:
+            if not words and not arg.optional:
+                raise results.ResultError(f"needs {arg.syntax}; expected: {kind.syntax}")
+            values.append([arg.parse(w) for w in words])
+            words = []
+        elif not words:
+            raise results.ResultError(f"needs {arg.syntax}; expected: {kind.syntax}")
+        else:
+            values.append(arg.parse(words.pop(0)))
+    if words:
+        raise results.ResultError(f"unknown argument{'s' if len(words) > 1 else ''} {' '.join(words)!r}; "
+                                  f"expected: {kind.syntax}")
+    return (*values, *tail)
 
 
-def render(markdown: str, page: Page, names=tuple(TOP)) -> str:
-    """Substitute the expressions named in ``names``; leave the others for a later pass."""
+def render_bench_words(page: Page, words: list[str]) -> str:
+    """A ``{{ bench ... }}`` expression, from its words after ``bench``."""
+    kind, args = kind_of("bench", words)
+    return kind.render(page, *parse_args(kind, args))
+
+
+def render(markdown: str, page: Page, names=TOP) -> str:
+    """Substitute the expressions whose first word is in ``names``; leave the others for a later pass."""
 
     def one(m: re.Match) -> str:
-        name, args = m.group(1), m.group(2).split()
-        if name not in names:
+        top, words = m.group(1), m.group(2).split()
+        if top not in names:
             return m.group(0)
         try:
-            return TOP[name](page, args)
+            kind, args = kind_of(top, words)
+            return kind.render(page, *parse_args(kind, args))
         except (results.ResultError, KeyError, ValueError, IndexError, OSError, TypeError, ZeroDivisionError) as err:
             line = markdown[:m.start()].count("\n") + 1
-            text = f"{{{{ {name} {m.group(2)} }}}}" if m.group(2) else f"{{{{ {name} }}}}"
+            text = f"{{{{ {top} {m.group(2)} }}}}" if m.group(2) else f"{{{{ {top} }}}}"
             raise ExpressionError(f"{page.path}:{line}: {text}: {type(err).__name__}: {err}") from err
 
     return EXPR.sub(one, markdown)
 
 
-def bench_expressions(markdown: str) -> list[list[str]]:
-    """The argument lists of every ``{{ bench ... }}`` on a page."""
-    return [m.group(2).split() for m in EXPR.finditer(markdown) if m.group(1) == "bench"]
+def parsed_expressions(markdown: str, top: str = "bench") -> list[tuple[Kind, tuple]]:
+    """(kind, values) of every expression named ``top`` on a page that parses (one that does not
+    fails the page where it is rendered)."""
+    out = []
+    for m in EXPR.finditer(markdown):
+        if m.group(1) != top:
+            continue
+        try:
+            kind, args = kind_of(top, m.group(2).split())
+            out.append((kind, parse_args(kind, args)))
+        except results.ResultError:
+            continue
+    return out
 
 
 def quoted_benches(markdown: str, specs: dict[str, dict] | None = None) -> set[str] | None:
-    """The benches a page quotes, through ``{{ bench ... }}`` or a plot; None: every result file
-    (a whole-site kind). Names that are no bench (providers of ``winners``) may be in it. With the
-    examples' ``specs``, ``targets <prefix>`` (one kernel's targets) quotes the benches those
-    targets judge; without them, or with no prefix, it quotes every result file."""
+    """The benches a page quotes, through ``{{ bench ... }}`` (the arguments the grammar says name
+    a bench) or a plot; None: every result file (a whole-site kind). With the examples' ``specs``,
+    ``targets <prefix>`` (one kernel's targets) quotes the benches those targets judge; without
+    them, or with no prefix, it quotes every result file."""
     benches = set()
-    for parts in bench_expressions(markdown):
-        if not parts:
+    for kind, values in parsed_expressions(markdown):
+        if kind.quotes is not None:
+            quoted = kind.quotes(values, specs)
+            if quoted is None:
+                return None
+            benches |= quoted
             continue
-        if parts[0] == "targets" and len(parts) > 1 and specs is not None:
-            benches.update(b for t, _ in targets.matching(specs, " ".join(parts[1:])) for b in t.benches)
-            continue
-        if parts[0] in BENCH and BENCH[parts[0]].whole_site:
+        if kind.whole_site:
             return None
-        if parts[0] in ("winners", "ceiling", "ridge"):
-            benches.update(parts[1:])
-        elif parts[0] != "meta":
-            benches.update(p.split("@", 1)[0] for p in parts[1:] if "@" in p)
+        for arg, value in zip(kind.args, values, strict=True):
+            if arg.benches is not None and value is not None:
+                benches |= arg.benches(value)
     return benches | set(PLOT_REF.findall(markdown))
 
 
 def quoted_examples(markdown: str, data: results.Results, benches: set[str] | None) -> set[str]:
-    """The examples whose result files a page quotes: through ``{{ bench ... }}`` or a plot
-    (``benches``: ``quoted_benches(markdown)``)."""
+    """The examples whose result files a page quotes: through ``{{ bench ... }}`` (the benches it
+    quotes, ``benches``: ``quoted_benches(markdown)``, and the arguments that name an example) or a
+    plot."""
     if benches is None:
         return set(data.meta) | {r["example"] for r in data.rows}
-    examples = {parts[1] for parts in bench_expressions(markdown) if parts[:1] == ["meta"] and len(parts) > 1}
+    examples = {value for kind, values in parsed_expressions(markdown)
+                for arg, value in zip(kind.args, values, strict=True) if arg.example}
     for bench in benches:
         try:
             examples.add(data.example_of(bench))
         except results.ResultError:
             pass  # an unknown bench fails the page where it is rendered
     return examples
+
+
+# --- the grammar's documentation (CONTRIBUTING.md) --------------------------------------------------
+
+def grammar_docs() -> str:
+    """The section of CONTRIBUTING.md between the markers, written from ``GRAMMAR``."""
+    lines = [DOCS_START,
+             "<!-- written by `python -m scripts.expressions --write-docs` from `GRAMMAR` in "
+             "scripts/expressions.py: edit that, not this -->", "",
+             "| expression | renders |", "| --- | --- |"]
+    lines += [f"| `{{{{ {k.syntax} }}}}` | {k.help}" + ("; quotes every result file" if k.whole_site else "") + " |"
+              for k in GRAMMAR]
+    seen, args = set(), []
+    for k in GRAMMAR:
+        for a in k.args:
+            if a.syntax not in seen:
+                seen.add(a.syntax)
+                args.append(a)
+    lines += ["", "| argument | what it is |", "| --- | --- |"]
+    lines += [f"| `{a.syntax}` | {a.help} |" for a in args]
+    lines += ["", "An unknown kind, a missing or unknown argument, or a result the data does not hold fails "
+              "the build, naming the page, the line and the expression.", DOCS_END]
+    return "\n".join(lines)
+
+
+def docs_in(text: str) -> str:
+    """The grammar section of a CONTRIBUTING.md text (markers included)."""
+    start, end = text.find(DOCS_START), text.find(DOCS_END)
+    if start < 0 or end < start:
+        raise ValueError(f"CONTRIBUTING.md needs a {DOCS_START} ... {DOCS_END} section")
+    return text[start:end + len(DOCS_END)]
+
+
+def write_docs(path: Path = CONTRIBUTING) -> bool:
+    """Rewrite the grammar section of CONTRIBUTING.md; True when it changed."""
+    text = Path(path).read_text()
+    new = text.replace(docs_in(text), grammar_docs())
+    if new != text:
+        Path(path).write_text(new)
+    return new != text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="The page expressions' grammar.")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write the grammar's section of CONTRIBUTING.md from its declaration")
+    args = parser.parse_args(argv)
+    if not args.write_docs:
+        print(grammar_docs())
+        return 0
+    print(f"CONTRIBUTING.md {'updated' if write_docs() else 'already up to date'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -32,7 +32,9 @@ Without a GPU::
 
     python -m scripts.gpu_check --update-readme   # README's block from benchmarks/verified/
 
-This module imports nothing heavy: the MkDocs hooks and the CPU tests use its helpers.
+Reading a record (which files it covers, what it says, an example's recorded output) is
+``scripts/verified.py``, which the site imports; this module writes records and imports nothing
+heavy (the CPU tests use its helpers).
 """
 
 from __future__ import annotations
@@ -53,11 +55,10 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from scripts.results import sha256_of as sha256  # scripts/results.py: the digest the result files record too
+from scripts.results import example_files
+from scripts.verified import OUTPUTS, VERIFIED_DIR, describe, describe_diff, diff_files, file_hashes, load_records
 
 ROOT = Path(__file__).resolve().parent.parent
-VERIFIED_DIR = ROOT / "benchmarks" / "verified"
-OUTPUTS = "outputs"  # VERIFIED_DIR/outputs/<gpu>.json: what each example printed in the recorded run
 README = ROOT / "README.md"
 PROPERTIES = "tests/test_properties.py"
 README_START, README_END = "<!-- verified:start -->", "<!-- verified:end -->"
@@ -65,104 +66,7 @@ RUNNING_ENV = "GPU_CHECK_RUNNING"  # set for the steps: tests/test_verified.py s
 RERUN_HINT = "run scripts/gpu_check.py on a CUDA machine and commit benchmarks/verified/<gpu>.json"
 
 
-# ----------------------------------------------------------------------------- the files a record covers
-def verified_files(root: Path | None = None) -> list[str]:
-    """Paths (relative, '/'-separated, sorted) of the files a record covers: every
-    ``examples/*.py``, every ``tests/**/*.py`` outside ``tests/browser/``, ``conftest.py`` where
-    there is one, and ``scripts/codeblocks.py`` (the plugin that runs the pages' code blocks)."""
-    root = ROOT if root is None else Path(root)
-    paths = [p for p in (root / "examples").glob("*.py") if p.is_file()]
-    paths += [p for p in (root / "tests").rglob("*.py")
-              if p.is_file() and "browser" not in p.relative_to(root / "tests").parts[:-1]]
-    paths += [root / rel for rel in ("conftest.py", "scripts/codeblocks.py") if (root / rel).is_file()]
-    return sorted(p.relative_to(root).as_posix() for p in paths)
-
-
-def file_hashes(root: Path | None = None) -> dict[str, str]:
-    root = ROOT if root is None else Path(root)
-    return {rel: sha256(root / rel) for rel in verified_files(root)}
-
-
-def diff_files(recorded: dict[str, str], current: dict[str, str]) -> dict[str, list[str]]:
-    """Which files changed, were added or were removed since the record."""
-    return {
-        "changed": sorted(p for p in recorded.keys() & current.keys() if recorded[p] != current[p]),
-        "added": sorted(current.keys() - recorded.keys()),
-        "removed": sorted(recorded.keys() - current.keys()),
-    }
-
-
-def describe_diff(diff: dict[str, list[str]]) -> str:
-    return "; ".join(f"{kind}: {', '.join(paths)}" for kind, paths in diff.items() if paths)
-
-
-# ----------------------------------------------------------------------------- reading and showing records
-def load_records(directory: Path | None = None) -> dict[str, dict]:
-    """``{path relative to the repository (or the file name): record}`` for every record."""
-    out = {}
-    for path in sorted(Path(VERIFIED_DIR if directory is None else directory).glob("*.json")):
-        try:
-            key = path.resolve().relative_to(ROOT).as_posix()
-        except ValueError:
-            key = path.name
-        out[key] = json.loads(path.read_text())
-    return out
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def _and(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def describe(record: dict) -> str:
-    """One sentence (without its subject): where, when and what passed."""
-    when = dt.datetime.fromisoformat(record["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    where = (f"an {record['gpu']} (driver {record['driver']}; Python {record['python']}, "
-             f"torch {record['torch']}, Triton {record['triton']}) on {when}")
-    steps = record["steps"]
-    runs = [s for s in steps if s["kind"] == "tests"]
-    per_run = [f"{s['passed']} passed, {s['skipped']} skipped, {s['failed']} failed" for s in runs]
-    seeds = _and([str(s["seed"]) for s in runs])
-    if len(set(per_run)) == 1:
-        tests = (f"the test suite in {_plural(len(runs), 'random order')} (seed{'s' if len(runs) > 1 else ''} "
-                 f"{seeds}), {per_run[0]}" + (" in each" if len(runs) > 1 else ""))
-    else:
-        tests = "the test suite in random orders: " + "; ".join(
-            f"seed {s['seed']}: {p}" for s, p in zip(runs, per_run, strict=True))
-    others = []
-    for kind, what in (("codeblocks", "page code blocks"), ("examples", "example self-checks"),
-                       ("properties", "property tests (GPU profile)")):
-        for s in steps:
-            if s["kind"] == kind and s["status"] != "absent":
-                others.append(f"{s['passed']} {what} passed, {s['failed']} failed"
-                              + (f", {s['skipped']} skipped" if s["skipped"] else ""))
-    return f"{where}: " + "; ".join([tests, *others])
-
-
-def page_text(directory: Path | None = None, root: Path | None = None) -> str:
-    """What ``{{ verified }}`` renders: one paragraph per record, saying whether the
-    files it covers are still the ones that passed."""
-    records = load_records(directory)
-    if not records:
-        return ("none recorded yet: no version of this code has passed every check on a GPU with a record to "
-                "show for it (`scripts/gpu_check.py` writes one).")
-    current = file_hashes(root)
-    out = []
-    for path, record in records.items():
-        diff = diff_files(record["files"], current)
-        n = sum(len(v) for v in diff.values())
-        if n == 0:
-            out.append(f"the current code passed on {describe(record)} (record: `{path}`).")
-        else:
-            out.append(f"an earlier version of the code passed on {describe(record)} (record: `{path}`); "
-                       f"{_plural(n, 'file')} changed since ({describe_diff(diff)}), so the current "
-                       "code has not been checked on that GPU yet.")
-    return " ".join(out)
-
-
+# ----------------------------------------------------------------------------- README's block
 def readme_block(records: dict[str, dict]) -> str:
     """The lines between README's markers, from the records alone (README cannot be rendered)."""
     if not records:
@@ -463,19 +367,6 @@ def outputs_from_logs(logs: Path, record_path: Path) -> Path:
     return write_outputs(record, example_outputs(Path(logs), names), Path(record_path).parent)
 
 
-def recorded_output(src: Path, directory: Path | None = None) -> dict | None:
-    """{"output", "gpu", "date", "file"} when a GPU run printed `src` as it is now (same sha256), else None."""
-    folder = Path(VERIFIED_DIR if directory is None else directory) / OUTPUTS
-    digest = sha256(Path(src))
-    for path in sorted(folder.glob("*.json")):
-        data = json.loads(path.read_text())
-        entry = data.get("examples", {}).get(Path(src).stem)
-        if entry and entry.get("sha256") == digest:
-            return {"output": entry["output"], "gpu": data["gpu"], "date": data["record_date"],
-                    "file": f"examples/{Path(src).name}"}
-    return None
-
-
 def summary_table(steps: list[Step], record_line: str) -> str:
     rows = [("step", "passed", "failed", "skipped", "time", "result")]
     for s in steps:
@@ -596,7 +487,7 @@ def main(argv=None) -> int:
     for name in ("PYTEST_SHUFFLE_SEED", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS"):
         env.pop(name, None)  # seeds on the command line; the profile for the properties step only
     seeds = pick_seeds(args.seed, args.runs)
-    names = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    names = [p.stem for p in example_files(ROOT / "examples")]
     limits = []
     if args.suite:
         limits.append("tests limited to " + " ".join(args.suite))

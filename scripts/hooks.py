@@ -7,7 +7,7 @@ dispatches to a script that does the work and knows nothing of MkDocs:
   worker processes, cached on the notebook's hash; each worker also renders the page of the
   notebook it ran into mkdocs-jupyter's cache, ``scripts/jupyter_pages.py``). An example whose
   file is byte for byte the one a GPU check ran shows that run's output instead of running in the
-  interpreter (``gpu_check.recorded_output``, ``benchmarks/verified/outputs/``). Meanwhile read
+  interpreter (``verified.recorded_output``, ``benchmarks/verified/outputs/``). Meanwhile read
   the results and redraw every plot (``scripts/results.py``, ``scripts/plots.py``) and the widgets' data
   (``scripts/schedules.py``, ``scripts/widget_data.py``, cached on their inputs).
 * ``on_files``: add those notebooks, plots and data files to the site.
@@ -36,7 +36,6 @@ import scripts
 from scripts import (
     compare_runs,
     expressions,
-    gpu_check,
     jupyter_pages,
     notebooks,
     pages,
@@ -45,6 +44,7 @@ from scripts import (
     schedules,
     sections,
     teaching,
+    verified,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +63,7 @@ REPRODUCTION = ROOT / "benchmarks" / "reproduction" / results.GPU_DIR
 
 
 def example_files() -> list[Path]:
-    return sorted(p for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    return results.example_files(EXAMPLES)
 
 
 def write_if_changed(path: Path, data: bytes) -> bool:
@@ -98,7 +98,7 @@ def example_to_notebook(src: Path) -> bytes:
     """The notebook of one example (scripts/notebooks.py), with the output a GPU check recorded for
     this very file when there is one; made again only when the example, that output, the marker
     parser or the converter changed."""
-    recorded = gpu_check.recorded_output(src)
+    recorded = verified.recorded_output(src)
     key = (src.read_bytes(), json.dumps(recorded, sort_keys=True).encode(),
            *((ROOT / "scripts" / f).read_bytes() for f in ("sections.py", "notebooks.py")))
     return _remembered(_NOTEBOOKS, key, lambda: notebooks.example_to_notebook(key[0].decode(), recorded))
@@ -112,7 +112,7 @@ def notebook_title(src: Path) -> str:
 
 
 # scripts/*.py this hook uses, in import order (results first: the others import it; expressions last)
-HELPERS = ("results", "plots", "targets", "compare_runs", "gpu_check", "sections", "jupyter_pages", "notebooks",
+HELPERS = ("results", "plots", "targets", "compare_runs", "verified", "sections", "jupyter_pages", "notebooks",
            "schedules", "pages", "expressions")
 
 
@@ -127,8 +127,25 @@ def reload_helpers() -> None:
         globals()[name] = importlib.import_module(f"scripts.{name}")
 
 
+def page_inputs(build: pages.Build) -> tuple[results.Results, dict, tuple | None]:
+    """(results, stale, reproduction) for a page: this build's, or read now when no on_pre_build
+    ran (a page rendered on its own, as the tests do)."""
+    if build.data is not None:
+        return build.data, build.stale, build.reproduction
+    data = results.load()
+    return data, results.stale_results(data, EXAMPLES), load_reproduction()
+
+
+# The current build's state, handed to the functions that use it (on_config starts a new one). The
+# memos that outlive a build (_NOTEBOOKS, _CODE_HASHES) stay beside it: `mkdocs serve` keeps this
+# module between rebuilds.
+_build = pages.Build()
+
+
 def on_config(config, **kwargs):
+    global _build
     reload_helpers()
+    _build = build = pages.Build()
     nav = config["nav"]
     section = next((item for item in nav if isinstance(item, dict) and "Examples" in item), None)
     if section is None:
@@ -137,10 +154,10 @@ def on_config(config, **kwargs):
     listed = {e if isinstance(e, str) else next(iter(e.values())) for e in entries}
     sources = {src.stem: src for src in example_files()}
     docs_dir = Path(config["docs_dir"])
-    pages = [docs_dir / page for page in nav_pages([item for item in nav if item is not section])]
-    _BUILD["story_pages"] = [(page.relative_to(docs_dir).as_posix(), page) for page in pages]
-    _BUILD["reading_order"] = reading_order(pages, list(sources))  # also the order of the speed targets
-    for stem in _BUILD["reading_order"]:
+    page_files = [docs_dir / page for page in nav_pages([item for item in nav if item is not section])]
+    build.story_pages = [(page.relative_to(docs_dir).as_posix(), page) for page in page_files]
+    build.reading_order = reading_order(page_files, list(sources))  # also the order of the speed targets
+    for stem in build.reading_order:
         target = f"examples/{stem}.ipynb"
         if target not in listed:
             entries.append({notebook_title(sources[stem]): target})
@@ -161,10 +178,7 @@ def _code_hash(source: bytes) -> str:
     return _remembered(_CODE_HASHES, key, lambda: results.code_sha256(source))
 
 
-_BUILD: dict = {}  # what on_pre_build read for the current build
-
-
-def _prepare_data() -> None:
+def _prepare_data(build: pages.Build) -> None:
     """Everything the pages read besides the notebooks: specs, results, plots, widget data."""
     stale = {p.stem for p in (NOTEBOOKS / "examples").glob("*.ipynb")} - {p.stem for p in example_files()}
     for stem in stale:
@@ -183,9 +197,9 @@ def _prepare_data() -> None:
     except results.ResultError as err:
         raise PluginError(str(err)) from err
     data = results.load(specs=specs)  # read once per build, used by every page
-    _BUILD["results"] = data
-    _BUILD["stale"] = results.stale_results(data, EXAMPLES, code_hash=_code_hash)
-    _BUILD["reproduction"] = load_reproduction()
+    build.data = data
+    build.stale = results.stale_results(data, EXAMPLES, code_hash=_code_hash)
+    build.reproduction = load_reproduction()
     plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data,
                    keyed=True)
     write_if_changed(data_dir / "results.json", results.to_json(data))
@@ -200,7 +214,7 @@ def on_pre_build(config, **kwargs):
     run = notebooks.Run({src.stem: example_to_notebook(src) for src in example_files()}, CACHE / "executed",
                         pages=jupyter_pages.settings(plugin.config) if plugin is not None else None).start()
     try:
-        _prepare_data()
+        _prepare_data(_build)
         executed = run.wait()
     except notebooks.NotebookError as err:
         raise PluginError(str(err)) from None
@@ -264,7 +278,7 @@ def on_nav(nav, config, files, **kwargs):
     then drops their cached renders, so the next full rebuild converts them again; their execution
     stays cached in .cache/site/executed). (Here, after every plugin's on_files: mkdocs-jupyter's
     makes the notebooks pages.)"""
-    _BUILD["inputs_key"] = key = shared_inputs_key()
+    _build.inputs_key = key = shared_inputs_key()
     if not INPUTS_KEY.exists() or INPUTS_KEY.read_text() != key:
         for page_file in files.documentation_pages():
             page_file.is_modified = lambda: True
@@ -296,34 +310,35 @@ def on_page_content(html, page, config, files, **kwargs):
     if not page.file.src_path.endswith(".ipynb"):
         return html
     html, styles = pages.external_styles(html, lambda path: get_relative_url(path, page.url))
-    _BUILD.setdefault("styles", {}).update(styles)
+    _build.styles.update(styles)
     return html
 
 
 def on_post_build(config, **kwargs):
-    if "inputs_key" in _BUILD:  # the pages now match these inputs
-        write_if_changed(INPUTS_KEY, _BUILD["inputs_key"].encode())
+    build = _build
+    if build.inputs_key is not None:  # the pages now match these inputs
+        write_if_changed(INPUTS_KEY, build.inputs_key.encode())
     # the stylesheets the notebook pages rendered in this build link (under `serve --dirty` a page
     # not rendered again keeps its link, and its file stays in the served folder)
-    for name, css in _BUILD.pop("styles", {}).items():
+    styles, build.styles = build.styles, {}
+    for name, css in styles.items():
         write_if_changed(Path(config["site_dir"]) / pages.NOTEBOOK_STYLES / name, css.encode())
 
 
-def examples_table(page_path: str, data: results.Results | None = None) -> str:
+def examples_table(build: pages.Build, page_path: str, data: results.Results | None = None) -> str:
     """The map of the stories (scripts/pages.py), from the nav this build read."""
-    return pages.story_map(page_path, _BUILD.get("story_pages", []), {src.stem: src for src in example_files()},
+    return pages.story_map(page_path, build.story_pages, {src.stem: src for src in example_files()},
                            data, notebook_title, ROOT)
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
     """Render the page's expressions (scripts/expressions.py), add a table under each plot, and put
     the notices (results older than their example, points a second run did not reproduce) on top."""
-    data = _BUILD["results"] if "results" in _BUILD else results.load()
-    stale = _BUILD["stale"] if "stale" in _BUILD else results.stale_results(data, EXAMPLES)
-    reproduction = _BUILD["reproduction"] if "reproduction" in _BUILD else load_reproduction()
+    build = _build
+    data, stale, reproduction = page_inputs(build)
     path = page.file.src_path
-    ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(path, data),
-                           _BUILD.get("reading_order"))
+    ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(build, path, data),
+                           build.reading_order)
     benches = expressions.quoted_benches(markdown, data.specs)
     old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""

@@ -305,7 +305,7 @@ def example_to_notebook(source: str, recorded: dict | None = None) -> bytes:
     and the versions that execute it (``scripts/hooks.py`` keeps the made ones between serve
     rebuilds).
 
-    ``recorded`` ({"output", "gpu", "date", "file"}, from ``gpu_check.recorded_output``): what this very
+    ``recorded`` ({"output", "gpu", "date", "file"}, from ``verified.recorded_output``): what this very
     file printed in a GPU check. The notebook then carries that output in its last code cell (the
     examples print only there, from ``if __name__ == "__main__":``), a note cell saying where it
     comes from, and ``metadata["recorded_on"]``: the build shows it instead of running the example

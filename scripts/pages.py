@@ -1,14 +1,30 @@
 """What the build adds to the nav and to the pages, as plain functions of their inputs (the MkDocs
 hooks in ``scripts/hooks.py`` only call these): the reading order of the examples, the table of
-numbers under each plot, the notices on top of a page, and the map of the stories."""
+numbers under each plot, the notices on top of a page, and the map of the stories; and ``Build``,
+what one build has read, which the hooks hand to each other."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts import plots, results
+
+
+@dataclass
+class Build:
+    """What one build has read, handed from hook to hook (``scripts/hooks.py`` keeps the current
+    one: MkDocs calls the hooks with its own arguments; ``on_config`` starts a new one)."""
+
+    story_pages: list[tuple[str, Path]] = field(default_factory=list)  # (path under docs/, file) in nav order
+    reading_order: list[str] | None = None  # the examples, in the order a reader meets them
+    data: results.Results | None = None  # the results, read once by on_pre_build (None: not yet)
+    stale: dict = field(default_factory=dict)  # example -> results.Stale
+    reproduction: tuple | None = None  # compare_runs' verdict on the second run, or None without one
+    inputs_key: str | None = None  # the shared inputs the pages of this build are rendered from
+    styles: dict[str, str] = field(default_factory=dict)  # the notebook pages' stylesheets: name -> CSS
 
 
 def nav_pages(nav) -> list[str]:

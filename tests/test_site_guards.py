@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mkdocs", reason="site tests need the site tools (pip install -e .[site])")
-from scripts import codeblocks  # noqa: E402  (needs markdown and yaml, from the site tools)
+from scripts import codeblocks, results  # noqa: E402  (needs markdown and yaml, from the site tools)
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -153,7 +153,7 @@ def test_every_example_is_included_by_a_page():
             m = INCLUDE.match(line)
             if m:
                 included.add(Path(m.group(1)).stem)
-    orphans = sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+    orphans = [p.stem for p in results.example_files(EXAMPLES)]
     orphans = [name for name in orphans if name not in included]
     assert orphans == [], f"examples no page includes: {orphans}"
 

@@ -17,7 +17,8 @@ import types
 import pytest
 from support import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
 
-from scripts import gpu_check
+from scripts import gpu_check, results
+from scripts import verified as records
 
 RECORDS = gpu_check.load_records()
 # While gpu_check.py runs the suite it is writing a new record: the old one cannot match.
@@ -79,14 +80,14 @@ def test_verified_files_lists_examples_tests_and_the_root_conftest(tmp_path):
            "tests/conftest.py", "tests/test_a.py", "tests/helpers/util.py", "tests/data.json",
            "tests/browser/conftest.py", "tests/browser/test_site.py", "tests/browser/deep/x.py",
            "conftest.py", "scripts/hooks.py", "scripts/codeblocks.py", "docs/conftest.py", "setup.py")
-    assert gpu_check.verified_files(tmp_path) == [
+    assert records.verified_files(tmp_path) == [
         "conftest.py", "examples/a.py", "examples/b.py", "scripts/codeblocks.py",
         "tests/conftest.py", "tests/helpers/util.py", "tests/test_a.py",
     ]
 
 
 def test_verified_files_of_this_repository():
-    files = gpu_check.verified_files()
+    files = records.verified_files()
     assert {"scripts/codeblocks.py", "tests/conftest.py", "tests/support.py", "tests/test_verified.py",
             "examples/vector_add.py"} <= set(files)
     assert not [f for f in files if f.startswith("tests/browser/")]
@@ -96,7 +97,7 @@ def test_verified_files_of_this_repository():
 def test_hashes_and_diff_name_every_changed_added_and_removed_file(tmp_path):
     _touch(tmp_path, "examples/a.py", "examples/b.py", "tests/test_a.py", "conftest.py")
     recorded = gpu_check.file_hashes(tmp_path)
-    assert recorded["examples/a.py"] == gpu_check.sha256(tmp_path / "examples/a.py")
+    assert recorded["examples/a.py"] == records.sha256(tmp_path / "examples/a.py")
     assert len(set(recorded.values())) == 4 and all(len(h) == 64 for h in recorded.values())
     (tmp_path / "examples/a.py").write_text("changed\n")
     (tmp_path / "tests/test_a.py").unlink()
@@ -220,12 +221,12 @@ def test_page_and_readme_text_follow_the_files(tmp_path, monkeypatch):
     record = gpu_check.build_record(GPU, good_steps(properties="absent"), gpu_check.file_hashes(tmp_path),
                                     date="2026-12-01T10:20:30+00:00", command="c", workers=8)
     verified = tmp_path / "benchmarks" / "verified"
-    assert gpu_check.page_text(verified, tmp_path).startswith("none recorded yet:")
+    assert records.page_text(verified, tmp_path).startswith("none recorded yet:")
     gpu_check.write_record(record, verified)
-    page = gpu_check.page_text(verified, tmp_path)
+    page = records.page_text(verified, tmp_path)
     assert page.startswith("the current code passed on an NVIDIA H200") and "property" not in page
     (tmp_path / "tests/test_a.py").write_text("changed\n")
-    page = gpu_check.page_text(verified, tmp_path)
+    page = records.page_text(verified, tmp_path)
     assert page.startswith("an earlier version of the code passed") and "1 file changed since" in page
     assert "tests/test_a.py" in page
 
@@ -248,7 +249,7 @@ def test_hook_renders_verified(monkeypatch):
     spec = importlib.util.spec_from_file_location("site_hooks_verified", ROOT / "scripts" / "hooks.py")
     hooks = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hooks)
-    monkeypatch.setattr(gpu_check, "page_text", lambda: "the current code passed on a test GPU.")
+    monkeypatch.setattr(records, "page_text", lambda: "the current code passed on a test GPU.")
     page = types.SimpleNamespace(file=types.SimpleNamespace(src_path="index.md"))
     out = hooks.on_page_markdown("Checked: {{ verified }} Done.", page, {}, None)
     assert out == "Checked: the current code passed on a test GPU. Done."
@@ -304,8 +305,7 @@ def test_main_records_two_seeds_when_everything_passed(fake_machine, tmp_path, c
     assert seed5[1][:2] == ["-n", "3"] and "--shuffle-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
     other = int(seed6[1][-1].split("=")[1])
     assert record["seeds"] == [5, other] and other != 5
-    assert "--codeblocks" in codeblocks[1] and examples[1] == sorted(
-        p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    assert "--codeblocks" in codeblocks[1] and examples[1] == [p.stem for p in results.example_files()]
     assert all(c[3] == "1" for c in calls)  # the steps know a check is running
     if (ROOT / gpu_check.PROPERTIES).exists():  # once, on its own, with the GPU profile
         assert calls[4][1] == ["-n", "3", gpu_check.PROPERTIES, "--shuffle-seed=5"] and calls[4][2] == "gpu"

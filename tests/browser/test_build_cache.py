@@ -138,13 +138,14 @@ def test_a_failing_worker_fails_the_run(tmp_path):
 # ----------------------------------------------------------------------------- outputs a GPU check recorded
 
 from scripts import gpu_check  # noqa: E402
+from scripts.verified import recorded_output, sha256  # noqa: E402
 
 
 def _record(tmp_path, src: Path, output: str) -> Path:
     """A verified/ folder whose record and outputs file cover `src` as it is now."""
     verified = tmp_path / "verified"
     record = {"gpu": "NVIDIA H200", "gpu_slug": "h200", "date": "2026-12-02T00:37:57+00:00", "seeds": [7],
-              "files": {f"examples/{src.name}": gpu_check.sha256(src)}}
+              "files": {f"examples/{src.name}": sha256(src)}}
     gpu_check.write_outputs(record, {src.stem: output}, verified)
     return verified
 
@@ -153,12 +154,12 @@ def test_a_recorded_output_is_shown_only_beside_the_file_that_printed_it(tmp_pat
     src = tmp_path / "story.py"
     src.write_text("# %% [markdown]\n# # A story\n\n# %%\nx = 1\n\n# %%\nif __name__ == '__main__':\n    print(x)\n")
     verified = _record(tmp_path, src, "1 on cuda\n")
-    got = gpu_check.recorded_output(src, verified)
+    got = recorded_output(src, verified)
     assert got == {"output": "1 on cuda\n", "gpu": "NVIDIA H200", "date": "2026-12-02T00:37:57+00:00",
                    "file": "examples/story.py"}
     src.write_text(src.read_text().replace("x = 1", "x = 2"))  # edited since the GPU run: not its output
-    assert gpu_check.recorded_output(src, verified) is None
-    assert gpu_check.recorded_output(src, tmp_path / "nothing-here") is None
+    assert recorded_output(src, verified) is None
+    assert recorded_output(src, tmp_path / "nothing-here") is None
 
 
 def test_a_recorded_notebook_carries_the_output_and_says_where_it_comes_from(tmp_path):
@@ -196,7 +197,7 @@ def test_outputs_come_only_from_the_logs_of_the_recorded_run(tmp_path):
     src = tmp_path / "story.py"
     src.write_text("print('hi')\n")
     record = {"gpu": "NVIDIA H200", "gpu_slug": "h200", "driver": "1", "python": "3.12", "torch": "2", "triton": "3",
-              "date": "2026-12-02T00:37:57+00:00", "seeds": [7], "files": {"examples/story.py": gpu_check.sha256(src)}}
+              "date": "2026-12-02T00:37:57+00:00", "seeds": [7], "files": {"examples/story.py": sha256(src)}}
     (tmp_path / "verified").mkdir()
     record_path = tmp_path / "verified" / "h200.json"
     record_path.write_text(json.dumps(record))
@@ -210,7 +211,7 @@ def test_outputs_come_only_from_the_logs_of_the_recorded_run(tmp_path):
     (logs / "summary.json").write_text(json.dumps({"info": info, "seeds": [7]}))
     path = gpu_check.outputs_from_logs(logs, record_path)
     assert path == tmp_path / "verified" / "outputs" / "h200.json"
-    assert json.loads(path.read_text())["examples"] == {"story": {"sha256": gpu_check.sha256(src), "output": "hi\n"}}
+    assert json.loads(path.read_text())["examples"] == {"story": {"sha256": sha256(src), "output": "hi\n"}}
 
 
 def test_the_queue_is_longest_first():

@@ -1,12 +1,15 @@
-"""(g) The page expressions: one registry (scripts/expressions.py) for `{{ bench ... }}`,
-`{{ examples }}` and `{{ verified }}`, whose errors name the page, the line and the expression
-(site tier: pure, runs on the committed results)."""
+"""(g) The page expressions: one grammar (scripts/expressions.py, GRAMMAR) for `{{ bench ... }}`,
+`{{ examples }}`, `{{ verified }}` and `{{ schedule ... }}`, whose errors name the page, the line and
+the expression, and whose documentation in CONTRIBUTING.md is written from it (site tier: pure,
+runs on the committed results)."""
 
 from __future__ import annotations
 
 import pytest
 
 from scripts import expressions, results, targets
+
+from .harness import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +34,15 @@ def test_a_later_pass_is_left_alone(page):
     ("{{ bench plots extra }}", "takes no arguments"),
     ("{{ examples please }}", "takes no arguments"),
     ("{{ bench value no_such_bench@1:triton }}", "ResultError"),
-    ("{{ bench winners only_a_bench }}", "needs a bench name and at least one provider"),
+    ("{{ bench winners only_a_bench }}", "needs <provider>...; expected: bench winners <bench> <provider>... "),
+    ("{{ bench value softmax_fp32@4096:triton bogus }}", "unknown argument 'bogus'; expected: bench value "),
+    ("{{ bench value softmax_fp32@4096 }}", "expected <bench>@<x>:<provider>, got 'softmax_fp32@4096'"),
+    ("{{ bench ratio softmax_fp32@4096:triton }}", "expected <bench>@<x>:<a>/<b>"),
+    ("{{ bench ceiling }}", "needs <bench>; expected: bench ceiling <bench>"),
+    ("{{ bench meta softmax gpu torch }}", "unknown argument 'torch'"),
+    ("{{ bench summary all }}", "takes no arguments, got 'all'"),
+    ("{{ schedule rows }}", "needs <statistic>"),
+    ("{{ verified now }}", "takes no arguments"),
 ])
 def test_errors_name_the_page_the_line_and_the_expression(page, text, words):
     with pytest.raises(expressions.ExpressionError) as err:
@@ -40,12 +51,37 @@ def test_errors_name_the_page_the_line_and_the_expression(page, text, words):
     assert msg.startswith("guide/x.md:4: {{ ") and words in msg, msg
 
 
+def test_every_kind_is_declared_once_with_its_help():
+    names = [(k.top, k.name) for k in expressions.GRAMMAR]
+    assert len(names) == len(set(names))
+    assert set(expressions.TOP) == {"bench", "examples", "verified", "schedule"}
+    assert all(k.help and all(a.help for a in k.args) for k in expressions.GRAMMAR)
+
+
+def test_results_render_through_the_grammar(page):
+    assert results.render_expression(page.data, "meta tile_compute gpu") == expressions.render(
+        "{{ bench meta tile_compute gpu }}", page)
+    with pytest.raises(results.ResultError, match="unknown argument 'gpu'"):
+        results.render_expression(page.data, "ceiling softmax_fp32 gpu")
+
+
+def test_contributing_documents_the_grammar_as_declared():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert expressions.docs_in(text) == expressions.grammar_docs(), (
+        "CONTRIBUTING.md's grammar section differs from scripts/expressions.py's GRAMMAR: run "
+        "`python -m scripts.expressions --write-docs`")
+    for kind in expressions.GRAMMAR:
+        assert f"`{{{{ {kind.syntax} }}}}`" in text, kind.syntax
+
+
 def test_whole_site_kinds_quote_every_result_file():
     for name, kind in expressions.BENCH.items():
         quoted = expressions.quoted_benches(f"{{{{ bench {name} }}}}")
         assert (quoted is None) == kind.whole_site, name
     assert expressions.quoted_benches("{{ bench ratio a_b@4:x/y cudagraph }} ![t](../assets/plots/c_d.svg)") == {
         "a_b", "c_d"}
+    assert expressions.quoted_benches("{{ bench winners w_b triton torch cudagraph }} {{ bench ridge f_b c_b }} "
+                                      "{{ bench meta ex gpu }}") == {"w_b", "f_b", "c_b"}
 
 
 def test_one_kernels_targets_quote_the_benches_they_judge():

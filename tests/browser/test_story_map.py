@@ -14,7 +14,7 @@ def test_the_map_names_each_story_with_its_page_test_data_and_plots():
     html = (SITE / "examples" / "index.html").read_text()
     table = html[html.index("<table"):html.index("</table>")]
     rows = table.split("<tr>")[2:]
-    stems = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+    stems = [p.stem for p in results.example_files()]
     assert len(rows) == len(stems)
     data = results.load()
     for stem in stems:
