@@ -13,11 +13,11 @@ On a machine with a CUDA GPU (torch and Triton installed for it)::
 runs, in this order:
 
 1. the whole test suite (``tests``, without ``tests/browser``) in a random order
-   (``--shuffle-seed``, see ``tests/conftest.py``), once per run, each run with its own seed;
+   (pytest-randomly's ``--randomly-seed``), once per run, each run with its own seed;
 2. ``pytest --codeblocks docs/``: the pages' code, as it renders;
 3. every example's self-check, ``python examples/<story>.py``, each under a timeout;
 4. the property tests with their GPU profile (``HYPOTHESIS_PROFILE=gpu``), in the first
-   run's random order, when ``tests/test_properties.py`` exists. Step 1 leaves that file
+   run's random order, when ``tests/test_properties_*.py`` exist. Step 1 leaves those files
    out: on a GPU its default profile is the GPU one too (``tests/strategies.py``), and
    with ``derandomize`` a second pass would draw the same inputs again.
 
@@ -59,10 +59,15 @@ ROOT = Path(__file__).resolve().parent.parent
 VERIFIED_DIR = ROOT / "benchmarks" / "verified"
 OUTPUTS = "outputs"  # VERIFIED_DIR/outputs/<gpu>.json: what each example printed in the recorded run
 README = ROOT / "README.md"
-PROPERTIES = "tests/test_properties.py"
+PROPERTIES = "tests/test_properties_*.py"  # the property tests, split by subject
 README_START, README_END = "<!-- verified:start -->", "<!-- verified:end -->"
 RUNNING_ENV = "GPU_CHECK_RUNNING"  # set for the steps: tests/test_verified.py skips its record checks
 RERUN_HINT = "run scripts/gpu_check.py on a CUDA machine and commit benchmarks/verified/<gpu>.json"
+
+
+def property_files(root: Path | None = None) -> list[str]:
+    root = ROOT if root is None else Path(root)
+    return sorted(p.relative_to(root).as_posix() for p in root.glob(PROPERTIES))
 
 
 # ----------------------------------------------------------------------------- the files a record covers
@@ -496,7 +501,7 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=1, help="how many random orders of the test suite (default 1)")
     p.add_argument("--seed", type=int, action="append", default=[],
-                   help="a shuffle seed (repeat for several runs; default: random, recorded)")
+                   help="a random-order seed (repeat for several runs; default: random, recorded)")
     p.add_argument("-n", "--workers", type=int, default=8, help="pytest-xdist workers (default 8)")
     p.add_argument("--logs", type=Path, default=ROOT / ".cache" / "gpu-check", help="folder for the logs")
     p.add_argument("--record-to", type=Path, default=VERIFIED_DIR,
@@ -593,7 +598,7 @@ def main(argv=None) -> int:
     logs = args.logs.resolve()
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **{RUNNING_ENV: "1"})
-    for name in ("PYTEST_SHUFFLE_SEED", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS"):
+    for name in ("HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS"):
         env.pop(name, None)  # seeds on the command line; the profile for the properties step only
     seeds = pick_seeds(args.seed, args.runs)
     names = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
@@ -633,24 +638,24 @@ def main(argv=None) -> int:
               flush=True)
 
     suite = args.suite or ["tests"]
-    has_properties = (ROOT / PROPERTIES).exists()
-    ignore = ["--ignore=tests/browser"] + ([f"--ignore={PROPERTIES}"] if has_properties else [])
+    properties = property_files()
+    ignore = ["--ignore=tests/browser"] + ([f"--ignore-glob={PROPERTIES}"] if properties else [])
     for seed in seeds:
         report(run_pytest(Step(f"tests (seed {seed})", "tests", seed=seed),
-                          ["-n", str(args.workers), *suite, *ignore, f"--shuffle-seed={seed}"],
+                          ["-n", str(args.workers), *suite, *ignore, f"--randomly-seed={seed}"],
                           logs, env, budget.cap(args.suite_timeout), args.python))
     if not args.tests_only:
         report(run_pytest(Step("codeblocks", "codeblocks"),
                           ["-n", str(args.workers), "--codeblocks", *(args.docs or ["docs/"])],
                           logs, env, budget.cap(args.suite_timeout), args.python))
         report(run_examples(names, logs, env, args.example_timeout, args.example_jobs, args.python, budget))
-        if has_properties:
+        if properties:
             report(run_pytest(Step("properties (gpu profile)", "properties", seed=seeds[0]),
-                              ["-n", str(args.workers), PROPERTIES, f"--shuffle-seed={seeds[0]}"],
+                              ["-n", str(args.workers), *properties, f"--randomly-seed={seeds[0]}"],
                               logs, dict(env, HYPOTHESIS_PROFILE="gpu"), budget.cap(args.suite_timeout), args.python))
         else:
             report(Step("properties (gpu profile)", "properties", status="absent",
-                        note=f"{PROPERTIES} does not exist: nothing to run"))
+                        note=f"no {PROPERTIES}: nothing to run"))
 
     files_after = file_hashes()
     reasons = refusal_reasons(info, steps, runs=len([st for st in steps if st.kind == "tests"]), limits=limits,

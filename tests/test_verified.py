@@ -9,13 +9,12 @@ fake results (no GPU needed).
 
 import json
 import os
-import random
 import subprocess
 import sys
 import types
 
 import pytest
-from support import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
+from support import ROOT
 
 from scripts import gpu_check
 
@@ -301,15 +300,15 @@ def test_main_records_two_seeds_when_everything_passed(fake_machine, tmp_path, c
     assert run("--runs", "2", "--seed", "5", "-n", "3") == 0
     record = json.loads((tmp_path / "out" / "h200.json").read_text())
     (seed5, seed6), codeblocks, examples = calls[:2], calls[2], calls[3]
-    assert seed5[1][:2] == ["-n", "3"] and "--shuffle-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
+    assert seed5[1][:2] == ["-n", "3"] and "--randomly-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
     other = int(seed6[1][-1].split("=")[1])
     assert record["seeds"] == [5, other] and other != 5
     assert "--codeblocks" in codeblocks[1] and examples[1] == sorted(
         p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
     assert all(c[3] == "1" for c in calls)  # the steps know a check is running
-    if (ROOT / gpu_check.PROPERTIES).exists():  # once, on its own, with the GPU profile
-        assert calls[4][1] == ["-n", "3", gpu_check.PROPERTIES, "--shuffle-seed=5"] and calls[4][2] == "gpu"
-        assert f"--ignore={gpu_check.PROPERTIES}" in seed5[1] and calls[0][2] is None
+    if gpu_check.property_files():  # once, on their own, with the GPU profile
+        assert calls[4][1] == ["-n", "3", *gpu_check.property_files(), "--randomly-seed=5"] and calls[4][2] == "gpu"
+        assert f"--ignore-glob={gpu_check.PROPERTIES}" in seed5[1] and calls[0][2] is None
     else:
         assert len(calls) == 4 and record["counts"]["properties"]["passed"] == 0
     assert record["files"] == gpu_check.file_hashes() and record["failed"] == 0
@@ -336,47 +335,23 @@ def test_main_rehearsal_records_nothing(fake_machine, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-# ----------------------------------------------------------------------------- random order (tests/conftest.py)
-def test_shuffle_is_a_function_of_the_seed():
-    items = list(range(50))
-    a, b, c = list(items), list(items), list(items)
-    shuffle_items(a, 3)
-    shuffle_items(b, 3)
-    shuffle_items(c, 4)
-    assert a == b != items and a != c and sorted(a) == items
-
-
-def test_shuffle_seed_from_option_or_environment(monkeypatch):
-    config = types.SimpleNamespace(getoption=lambda name, default=None: None)
-    monkeypatch.delenv(SHUFFLE_ENV, raising=False)
-    assert shuffle_seed(config) is None
-    monkeypatch.setenv(SHUFFLE_ENV, "42")
-    assert shuffle_seed(config) == 42
-    config.getoption = lambda name, default=None: "7"
-    assert shuffle_seed(config) == 7  # the option wins
-    monkeypatch.setenv(SHUFFLE_ENV, "")
-    config.getoption = lambda name, default=None: "x7"
-    with pytest.raises(pytest.UsageError, match="must be an integer"):
-        shuffle_seed(config)
-
-
-def test_shuffle_seed_option_reorders_the_collection():
-    # Two collections of this file in one child process (torch is imported once): in file
-    # order, then with --shuffle-seed. The second is the first, shuffled by that seed alone.
+# ----------------------------------------------------------------------------- random order (pytest-randomly)
+def test_random_order_is_a_function_of_the_seed_and_printed():
+    # Three collections of this file in one child process (torch is imported once): in file order,
+    # then twice with one seed. pytest-randomly reorders by the seed alone and prints it.
     code = (
         "import pytest\n"
-        "for extra in ([], ['--shuffle-seed', '12345']):\n"
+        "for extra in (['-p', 'no:randomly'], ['--randomly-seed=12345'], ['--randomly-seed=12345']):\n"
         "    print('== collection', flush=True)\n"
         "    rc = pytest.main(['--collect-only', '-q', '-p', 'no:xdist', '-p', 'no:cacheprovider',\n"
         "                      'tests/test_verified.py', *extra])\n"
         "    assert rc == 0, rc\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in (SHUFFLE_ENV, "PYTEST_ADDOPTS")}
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    _, in_file_order, shuffled = [[line for line in part.splitlines() if "::" in line]
-                                  for part in out.stdout.split("== collection")]
-    expected = list(in_file_order)
-    random.Random(12345).shuffle(expected)
-    assert len(in_file_order) > 30 and shuffled == expected != in_file_order
+    _, in_file_order, first, second = [[line for line in part.splitlines() if "::" in line]
+                                       for part in out.stdout.split("== collection")]
+    assert len(in_file_order) > 30 and first == second != in_file_order and sorted(first) == sorted(in_file_order)
+    assert "--randomly-seed=12345" in out.stdout
