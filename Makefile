@@ -25,7 +25,7 @@ LOCAL_WHEELS = $(foreach d,$(shell $(PY) -m pip config get global.find-links 2>/
 help:
 	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
 	@echo "make test    install and run the whole verification (tests, code blocks, site, browser)"
-	@echo "make gpu-check   on a CUDA machine: every check, recorded in benchmarks/verified/<gpu>.json"
+	@echo "make gpu-check   on a CUDA machine: re-verify what changed (FULL=1: everything), recorded in benchmarks/verified/"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -79,13 +79,15 @@ test-latest-triton:
 	$(LATEST)/bin/pytest -n 2 tests --ignore=tests/browser -p no:cacheprovider
 
 # On a CUDA machine, with torch and Triton already installed for its GPU (no venv: the
-# venv above holds torch's CPU build): the whole suite in random order, the pages' code,
-# every example and the GPU property profile; the record only when nothing failed.
-# GPU_CHECK_ARGS="--runs 2" runs the suite in two random orders.
+# venv above holds torch's CPU build): what changed since benchmarks/verified/<gpu>.json, its
+# tests, pages' code, self-checks and GPU property tests (scripts/gpu_scope.py), added to the
+# record when it passed. FULL=1: the whole suite in random order, the pages' code, every example
+# and the GPU property profile, a new record. GPU_CHECK_ARGS="--runs 2": two random orders.
 GPU_PY ?= python3
 GPU_CHECK_ARGS ?=
+FULL ?=
 gpu-check:
-	$(GPU_PY) -m scripts.gpu_check $(GPU_CHECK_ARGS)
+	$(GPU_PY) -m scripts.gpu_check $(if $(FULL),,--changed) $(GPU_CHECK_ARGS)
 
 bench-tiny: install
 	TRITON_INTERPRET=1 $(BIN)/python -m scripts.bench --tiny --all

@@ -2,7 +2,8 @@
 
 On a machine with a CUDA GPU (torch and Triton installed for it)::
 
-    python -m scripts.gpu_check                   # one random order of the test suite
+    python -m scripts.gpu_check --changed         # only what changed since the record (make gpu-check)
+    python -m scripts.gpu_check                   # everything, one random order (make gpu-check FULL=1)
     python -m scripts.gpu_check --runs 2          # two random orders, two seeds
     make gpu-check GPU_CHECK_ARGS="--runs 2"      # the same
     # the same in two sessions (each command on the lent H200 may run 10 minutes):
@@ -13,13 +14,19 @@ On a machine with a CUDA GPU (torch and Triton installed for it)::
 runs, in this order:
 
 1. the whole test suite (``tests``, without ``tests/browser``) in a random order
-   (``--shuffle-seed``, see ``tests/conftest.py``), once per run, each run with its own seed;
+   (pytest-randomly's ``--randomly-seed``), once per run, each run with its own seed;
 2. ``pytest --codeblocks docs/``: the pages' code, as it renders;
 3. every example's self-check, ``python examples/<story>.py``, each under a timeout;
 4. the property tests with their GPU profile (``HYPOTHESIS_PROFILE=gpu``), in the first
-   run's random order, when ``tests/test_properties.py`` exists. Step 1 leaves that file
+   run's random order, when ``tests/test_properties_*.py`` exist. Step 1 leaves those files
    out: on a GPU its default profile is the GPU one too (``tests/strategies.py``), and
    with ``derandomize`` a second pass would draw the same inputs again.
+
+With ``--changed`` it compares the covered files with this GPU's record and runs the four steps
+only over what the changed files touch (``scripts/gpu_scope.py``: an example's tests, pages and
+self-check; a test helper's importers); when all of that passed it adds a ``partial`` entry to the
+record, naming the files it re-verified and their sha256. A full run replaces the record, partial
+entries included. No record, another machine's versions or a changed conftest: a full run.
 
 Logs go to ``--logs``. Only when nothing failed anywhere does it write
 ``benchmarks/verified/<gpu>.json`` (or ``--record-to DIR``): the GPU, driver, versions,
@@ -56,14 +63,30 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from scripts.results import example_files
-from scripts.verified import OUTPUTS, VERIFIED_DIR, describe, describe_diff, diff_files, file_hashes, load_records
+from scripts.verified import (
+    OUTPUTS,
+    VERIFIED_DIR,
+    _plural,
+    describe,
+    describe_diff,
+    diff_files,
+    effective_files,
+    file_hashes,
+    load_records,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-PROPERTIES = "tests/test_properties.py"
+PROPERTIES = "tests/test_properties_*.py"  # the property tests, split by subject
 README_START, README_END = "<!-- verified:start -->", "<!-- verified:end -->"
 RUNNING_ENV = "GPU_CHECK_RUNNING"  # set for the steps: tests/test_verified.py skips its record checks
-RERUN_HINT = "run scripts/gpu_check.py on a CUDA machine and commit benchmarks/verified/<gpu>.json"
+RERUN_HINT = ("run `make gpu-check` on a CUDA machine (it re-verifies only what changed; FULL=1 runs everything) "
+              "and commit benchmarks/verified/")
+
+
+def property_files(root: Path | None = None) -> list[str]:
+    root = ROOT if root is None else Path(root)
+    return sorted(p.relative_to(root).as_posix() for p in root.glob(PROPERTIES))
 
 
 # ----------------------------------------------------------------------------- README's block
@@ -339,14 +362,23 @@ def example_outputs(logs: Path, names: list[str]) -> dict[str, str]:
     return out
 
 
-def write_outputs(record: dict, outputs: dict[str, str], directory: Path) -> Path:
+def write_outputs(record: dict, outputs: dict[str, str], directory: Path, previous: Path | None = None,
+                  date: str | None = None) -> Path:
     """<directory>/outputs/<gpu>.json: each example's output in the run the record describes, with the
-    sha256 of the file that printed it (the site shows an output only beside that very file)."""
+    sha256 of the file that printed it (the site shows an output only beside that very file).
+    ``previous``: an outputs file whose other examples are kept (a partial run prints only some)."""
     folder = Path(directory) / OUTPUTS
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{record['gpu_slug']}.json"
-    examples = {name: {"sha256": record["files"][f"examples/{name}.py"], "output": text}
-                for name, text in sorted(outputs.items()) if f"examples/{name}.py" in record["files"]}
+    files = effective_files(record)
+    examples = {}
+    if previous is not None and Path(previous).is_file():
+        old = json.loads(Path(previous).read_text())
+        examples = {name: {"date": old["record_date"], **entry} for name, entry in old.get("examples", {}).items()}
+    examples.update({name: {"sha256": files[f"examples/{name}.py"], "output": text,
+                            **({"date": date} if previous is not None and date else {})}
+                     for name, text in sorted(outputs.items()) if f"examples/{name}.py" in files})
+    examples = dict(sorted(examples.items()))
     path.write_text(json.dumps({"gpu": record["gpu"], "record_date": record["date"], "seeds": record["seeds"],
                                 "examples": examples}, indent=1) + "\n")
     return path
@@ -387,7 +419,7 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=1, help="how many random orders of the test suite (default 1)")
     p.add_argument("--seed", type=int, action="append", default=[],
-                   help="a shuffle seed (repeat for several runs; default: random, recorded)")
+                   help="a random-order seed (repeat for several runs; default: random, recorded)")
     p.add_argument("-n", "--workers", type=int, default=8, help="pytest-xdist workers (default 8)")
     p.add_argument("--logs", type=Path, default=ROOT / ".cache" / "gpu-check", help="folder for the logs")
     p.add_argument("--record-to", type=Path, default=VERIFIED_DIR,
@@ -413,6 +445,12 @@ def parse_args(argv):
     p.add_argument("--outputs-from", type=Path, default=None, metavar="LOGS",
                    help="write benchmarks/verified/outputs/<gpu>.json from the logs of the run that wrote the "
                         "record (its --logs folder) and exit (no GPU needed)")
+    p.add_argument("--changed", action="store_true",
+                   help="re-verify only what the files changed since this GPU's record touch (scripts/gpu_scope.py) "
+                        "and add a partial run to the record; a full run where there is no record, its versions "
+                        "differ or a conftest changed")
+    p.add_argument("--base", type=Path, default=None, metavar="RECORD",
+                   help="with --changed: the record to start from (default benchmarks/verified/<gpu>.json)")
     p.add_argument("--update-readme", action="store_true",
                    help="rewrite README.md's block from benchmarks/verified/ and exit (no GPU needed)")
     args = p.parse_args(argv)
@@ -422,6 +460,8 @@ def parse_args(argv):
         args.runs = len(args.seed)
     if args.tests_only and not args.merge:
         p.error("--tests-only needs --merge (a record that ran the other steps)")
+    if args.changed and (args.merge or args.suite or args.docs or args.example):
+        p.error("--changed picks what to run itself: no --merge, --suite, --docs or --example with it")
     return args
 
 
@@ -437,6 +477,44 @@ def merged_steps(path: Path, info: dict, files: dict[str, str]) -> tuple[list[St
     return steps, problems
 
 
+@dataclasses.dataclass
+class Plan:
+    """What ``--changed`` will do: a partial run from ``base`` (``scope`` set), or a full run."""
+
+    summary: str
+    base: dict | None = None
+    base_path: Path | None = None
+    scope: object = None  # gpu_scope.Scope for a partial run; None: run everything
+    changed: list[str] = dataclasses.field(default_factory=list)
+    removed: list[str] = dataclasses.field(default_factory=list)
+
+
+def plan_changed(base_path: Path, info: dict, current: dict[str, str], root: Path | None = None) -> Plan:
+    """Compare the covered files with a record: what a partial run must re-verify, or why a full one is due."""
+    from scripts import gpu_scope
+
+    base_path = Path(base_path)
+    if not base_path.is_file():
+        return Plan(f"no record at {base_path}: a full run")
+    base = json.loads(base_path.read_text())
+    wrong = [f"{key} {base.get(key)!r} -> {info.get(key)!r}" for key in ("gpu", "driver", "python", "torch", "triton")
+             if base.get(key) != info.get(key)]
+    if wrong:
+        return Plan(f"the machine differs from {base_path.name}'s ({'; '.join(wrong)}): a full run")
+    diff = diff_files(effective_files(base), current)
+    changed = diff["changed"] + diff["added"]
+    scope = gpu_scope.scope(changed, root=root, covered=sorted(current))
+    if scope.full:
+        return Plan(f"{scope.reason}: a full run")
+    if scope.empty and not diff["removed"]:
+        return Plan(f"nothing changed since {base_path.name}: nothing to run", base, base_path, scope)
+    return Plan(f"{_plural(len(changed), 'file')} changed since {base_path.name} ({', '.join(changed) or 'none'}"
+                + (f"; removed: {', '.join(diff['removed'])}" if diff["removed"] else "")
+                + f"): re-verifying {_plural(len(scope.tests), 'test file')}, "
+                f"{_plural(len(scope.properties), 'property file')}, {_plural(len(scope.pages), 'page')}, "
+                f"{_plural(len(scope.examples), 'example')}", base, base_path, scope, changed, diff["removed"])
+
+
 def pick_seeds(given: list[int], runs: int) -> list[int]:
     seeds = list(given)
     rng = random.SystemRandom()
@@ -445,6 +523,35 @@ def pick_seeds(given: list[int], runs: int) -> list[int]:
         if seed not in seeds:
             seeds.append(seed)
     return seeds
+
+
+def run_scope(scope, seed: int, args, logs: Path, env: dict, budget: Budget, report) -> None:
+    """The four steps of a partial run, each limited to ``scope``; a step with nothing to run is absent."""
+    def absent(name: str, kind: str, what: str) -> None:
+        report(Step(name, kind, status="absent", seed=seed if kind == "tests" else None,
+                    note=f"no {what} touches the changed files"))
+
+    if scope.tests:
+        report(run_pytest(Step(f"tests (seed {seed})", "tests", seed=seed),
+                          ["-n", str(args.workers), *scope.tests, f"--randomly-seed={seed}"],
+                          logs, env, budget.cap(args.suite_timeout), args.python))
+    else:
+        absent(f"tests (seed {seed})", "tests", "test")
+    if scope.pages:
+        report(run_pytest(Step("codeblocks", "codeblocks"), ["-n", str(args.workers), "--codeblocks", *scope.pages],
+                          logs, env, budget.cap(args.suite_timeout), args.python))
+    else:
+        absent("codeblocks", "codeblocks", "page")
+    if scope.examples:
+        report(run_examples(scope.examples, logs, env, args.example_timeout, args.example_jobs, args.python, budget))
+    else:
+        absent("examples", "examples", "example")
+    if scope.properties:
+        report(run_pytest(Step("properties (gpu profile)", "properties", seed=seed),
+                          ["-n", str(args.workers), *scope.properties, f"--randomly-seed={seed}"],
+                          logs, dict(env, HYPOTHESIS_PROFILE="gpu"), budget.cap(args.suite_timeout), args.python))
+    else:
+        absent("properties (gpu profile)", "properties", "property test")
 
 
 def main(argv=None) -> int:
@@ -484,7 +591,7 @@ def main(argv=None) -> int:
     logs = args.logs.resolve()
     logs.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", **{RUNNING_ENV: "1"})
-    for name in ("PYTEST_SHUFFLE_SEED", "HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS"):
+    for name in ("HYPOTHESIS_PROFILE", "PYTEST_ADDOPTS"):
         env.pop(name, None)  # seeds on the command line; the profile for the properties step only
     seeds = pick_seeds(args.seed, args.runs)
     names = [p.stem for p in example_files(ROOT / "examples")]
@@ -502,6 +609,14 @@ def main(argv=None) -> int:
         names = sorted(args.example)
 
     files_before = file_hashes()
+    plan = None
+    if args.changed:
+        plan = plan_changed(args.base or VERIFIED_DIR / f"{info.get('gpu_slug')}.json", info, files_before)
+        print(f"gpu_check: --changed: {plan.summary}", flush=True)
+        if plan.scope is None:
+            plan = None  # a full run, recorded as one
+        elif plan.scope.empty:
+            return 0
     date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     steps: list[Step] = []
     if args.merge:
@@ -523,25 +638,27 @@ def main(argv=None) -> int:
               f"in {step.seconds:.0f} s" + (f" ({step.note}; log {step.log})" if step.status == "failed" else ""),
               flush=True)
 
+    if plan is not None:
+        run_scope(plan.scope, seeds[0], args, logs, env, budget, report)
     suite = args.suite or ["tests"]
-    has_properties = (ROOT / PROPERTIES).exists()
-    ignore = ["--ignore=tests/browser"] + ([f"--ignore={PROPERTIES}"] if has_properties else [])
-    for seed in seeds:
+    properties = [] if plan is not None else property_files()
+    ignore = ["--ignore=tests/browser"] + ([f"--ignore-glob={PROPERTIES}"] if properties else [])
+    for seed in seeds if plan is None else []:
         report(run_pytest(Step(f"tests (seed {seed})", "tests", seed=seed),
-                          ["-n", str(args.workers), *suite, *ignore, f"--shuffle-seed={seed}"],
+                          ["-n", str(args.workers), *suite, *ignore, f"--randomly-seed={seed}"],
                           logs, env, budget.cap(args.suite_timeout), args.python))
-    if not args.tests_only:
+    if not args.tests_only and plan is None:
         report(run_pytest(Step("codeblocks", "codeblocks"),
                           ["-n", str(args.workers), "--codeblocks", *(args.docs or ["docs/"])],
                           logs, env, budget.cap(args.suite_timeout), args.python))
         report(run_examples(names, logs, env, args.example_timeout, args.example_jobs, args.python, budget))
-        if has_properties:
+        if properties:
             report(run_pytest(Step("properties (gpu profile)", "properties", seed=seeds[0]),
-                              ["-n", str(args.workers), PROPERTIES, f"--shuffle-seed={seeds[0]}"],
+                              ["-n", str(args.workers), *properties, f"--randomly-seed={seeds[0]}"],
                               logs, dict(env, HYPOTHESIS_PROFILE="gpu"), budget.cap(args.suite_timeout), args.python))
         else:
             report(Step("properties (gpu profile)", "properties", status="absent",
-                        note=f"{PROPERTIES} does not exist: nothing to run"))
+                        note=f"no {PROPERTIES}: nothing to run"))
 
     files_after = file_hashes()
     reasons = refusal_reasons(info, steps, runs=len([st for st in steps if st.kind == "tests"]), limits=limits,
@@ -553,12 +670,20 @@ def main(argv=None) -> int:
     else:
         command = shlex.join(["python", "scripts/gpu_check.py", *(sys.argv[1:] if argv is None else argv)])
         record = build_record(info, steps, files_after, date=date, command=command, workers=args.workers)
+        previous_outputs = None
+        if plan is not None:  # the base record, with this partial run added
+            part = {**record, "files": {rel: files_after[rel] for rel in plan.scope.covered if rel in files_after},
+                    "changed": plan.changed, "removed": plan.removed}
+            record = {**plan.base, "partial": [*plan.base.get("partial", []), part]}
+            names = plan.scope.examples
+            previous_outputs = plan.base_path.parent / OUTPUTS / plan.base_path.name
         if args.merge:
             prev = json.loads(Path(args.merge).read_text())
             record["merged"] = [*prev.get("merged", []), {"date": prev["date"], "command": prev["command"]}]
         path = write_record(record, args.record_to.resolve())
         if not args.tests_only:  # the examples ran in this session: keep what they printed beside the record
-            write_outputs(record, example_outputs(logs, names), args.record_to.resolve())
+            write_outputs(record, example_outputs(logs, names), args.record_to.resolve(), previous=previous_outputs,
+                          date=date)
         record_line = f"record: written to {path}"
         if path.parent == VERIFIED_DIR.resolve():
             update_readme()

@@ -53,6 +53,17 @@ def describe_diff(diff: dict[str, list[str]]) -> str:
     return "; ".join(f"{kind}: {', '.join(paths)}" for kind, paths in diff.items() if paths)
 
 
+def effective_files(record: dict) -> dict[str, str]:
+    """The sha256 that last passed on this GPU of each covered file: the full run's, updated by
+    each later partial run (``gpu_check --changed``) in order."""
+    files = dict(record["files"])
+    for part in record.get("partial", []):
+        for rel in part.get("removed", []):
+            files.pop(rel, None)
+        files.update(part["files"])
+    return files
+
+
 # --- reading and showing records -------------------------------------------------------------------
 
 def load_records(directory: Path | None = None) -> dict[str, dict]:
@@ -97,7 +108,19 @@ def describe(record: dict) -> str:
             if s["kind"] == kind and s["status"] != "absent":
                 others.append(f"{s['passed']} {what} passed, {s['failed']} failed"
                               + (f", {s['skipped']} skipped" if s["skipped"] else ""))
-    return f"{where}: " + "; ".join([tests, *others])
+    text = f"{where}: " + "; ".join([tests, *others])
+    for part in record.get("partial", []):
+        text += f"; then {describe_partial(part)}"
+    return text
+
+
+def describe_partial(part: dict) -> str:
+    """One clause: a partial run (``gpu_check --changed``), what it re-verified and what passed."""
+    when = dt.datetime.fromisoformat(part["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    changed = part.get("changed", [])
+    ran = [f"{s['passed']} {s['kind']} passed, {s['failed']} failed" for s in part["steps"] if s["status"] != "absent"]
+    return (f"on {when}, only what {_plural(len(changed), 'changed file')} touch ({', '.join(changed)}), "
+            f"re-verified: " + ("; ".join(ran) or "nothing to run"))
 
 
 def page_text(directory: Path | None = None, root: Path | None = None) -> str:
@@ -110,7 +133,7 @@ def page_text(directory: Path | None = None, root: Path | None = None) -> str:
     current = file_hashes(root)
     out = []
     for path, record in records.items():
-        diff = diff_files(record["files"], current)
+        diff = diff_files(effective_files(record), current)
         n = sum(len(v) for v in diff.values())
         if n == 0:
             out.append(f"the current code passed on {describe(record)} (record: `{path}`).")
@@ -129,6 +152,6 @@ def recorded_output(src: Path, directory: Path | None = None) -> dict | None:
         data = json.loads(path.read_text())
         entry = data.get("examples", {}).get(Path(src).stem)
         if entry and entry.get("sha256") == digest:
-            return {"output": entry["output"], "gpu": data["gpu"], "date": data["record_date"],
+            return {"output": entry["output"], "gpu": data["gpu"], "date": entry.get("date", data["record_date"]),
                     "file": f"examples/{Path(src).name}"}
     return None

@@ -1,4 +1,4 @@
-"""pytest's set-up for tests/: a fresh seed per test, the random order, big GPU tests one at a time.
+"""pytest's set-up for tests/: a fresh seed per test, the random order's seed, big GPU tests one at a time.
 
 Nothing imports this file: what tests share is in support.py (imported first here, so that
 TRITON_INTERPRET is set before anything imports triton).
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import ON_GPU, SHUFFLE_ENV, shuffle_items, shuffle_seed
+from support import ON_GPU
 
 
 @pytest.fixture(autouse=True)
@@ -23,33 +23,16 @@ def _fresh_seed(request):
 
 
 # ----------------------------------------------------------------------------- random order
-# SHUFFLE_ENV, shuffle_seed and shuffle_items live in support.py (tests/test_verified.py tests them).
-
-
-def pytest_addoption(parser):
-    parser.addoption(
-        "--shuffle-seed", action="store", default=None, metavar="N",
-        help=f"run the tests in an order shuffled with integer seed N (default: ${SHUFFLE_ENV}, else file order)",
-    )
-
-
-def pytest_report_header(config):
-    seed = shuffle_seed(config)
-    if seed is not None:
-        return f"shuffle seed: {seed} (tests run in random order; rerun this order with --shuffle-seed {seed})"
-
-
-@pytest.hookimpl(trylast=True)  # after any other plugin has selected and ordered the items
-def pytest_collection_modifyitems(session, config, items):
-    seed = shuffle_seed(config)
-    if seed is not None:
-        shuffle_items(items, seed)
+# pytest-randomly runs the tests in a random order and prints its seed in the header
+# ("Using --randomly-seed=N"); `pytest -p randomly --randomly-seed N` reruns one order and
+# `-p no:randomly` runs them in file order. The seed is printed again at the end, where a
+# long log is read first.
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    seed = shuffle_seed(config)
-    if seed is not None:
-        terminalreporter.write_line(f"shuffle seed: {seed} (rerun this order with --shuffle-seed {seed})")
+    seed = getattr(config.option, "randomly_seed", None)
+    if seed is not None and config.pluginmanager.hasplugin("randomly"):
+        terminalreporter.write_line(f"random order: --randomly-seed={seed} (rerun this order with it)")
 
 
 # --------------------------------------------------------------------------- big GPU tests, one at a time

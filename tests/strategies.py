@@ -1,4 +1,4 @@
-"""Inputs, hypothesis profiles and checks for tests/test_properties.py.
+"""Inputs, hypothesis profiles and checks for tests/test_properties_*.py.
 
 `make(shape, dtype, layout, values, seed)` builds one input tensor, deterministically,
 so that a failing example prints a one-line reproduction that rebuilds exactly the

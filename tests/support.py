@@ -9,7 +9,6 @@ hooks live in conftest.py, which nothing imports.
 from __future__ import annotations
 
 import os
-import random
 from pathlib import Path
 
 import pytest
@@ -47,32 +46,6 @@ def tolerances(dtype: torch.dtype, device: torch.device = DEVICE, *, matmul: boo
 requires_gpu = pytest.mark.skipif(not ON_GPU, reason="needs a CUDA GPU; the interpreter cannot show this")
 # bf16 is wrong in the interpreter (triton issues 4972, 11584): test it on the GPU only.
 FLOAT_DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
-
-
-# ----------------------------------------------------------------------------- random order
-# `pytest --shuffle-seed N` (or PYTEST_SHUFFLE_SEED=N) runs the collected tests in an
-# order shuffled by that seed. The same seed gives the same order in every process, so
-# pytest-xdist's workers (-n 8), which each collect and must agree, see one order.
-# scripts/gpu_check.py runs the whole suite this way on a GPU to expose tests that only
-# pass after (or before) another one. No seed: the usual file order.
-SHUFFLE_ENV = "PYTEST_SHUFFLE_SEED"
-
-
-def shuffle_seed(config) -> int | None:
-    raw = config.getoption("--shuffle-seed", default=None)
-    if raw is None:
-        raw = os.environ.get(SHUFFLE_ENV) or None
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise pytest.UsageError(f"--shuffle-seed / {SHUFFLE_ENV} must be an integer, got {raw!r}") from None
-
-
-def shuffle_items(items: list, seed: int) -> None:
-    """Shuffle in place; depends only on the seed and the collected order."""
-    random.Random(seed).shuffle(items)
 
 
 def timer_call_order(example, monkeypatch) -> list[str]:

@@ -9,13 +9,12 @@ fake results (no GPU needed).
 
 import json
 import os
-import random
 import subprocess
 import sys
 import types
 
 import pytest
-from support import ROOT, SHUFFLE_ENV, shuffle_items, shuffle_seed
+from support import ROOT
 
 from scripts import gpu_check, results
 from scripts import verified as records
@@ -42,7 +41,7 @@ def test_files_are_the_ones_that_passed_on_the_gpu():
     current = gpu_check.file_hashes()
     stale = []
     for path, record in RECORDS.items():
-        diff = gpu_check.diff_files(record["files"], current)
+        diff = gpu_check.diff_files(gpu_check.effective_files(record), current)
         if any(diff.values()):
             stale.append(f"{path} ({record['gpu']}, {record['date']}): {gpu_check.describe_diff(diff)}")
     assert not stale, ("files differ from the GPU verification record, so this code has not passed on a "
@@ -55,6 +54,9 @@ def test_records_are_passes():
         assert record["failed"] == 0 and record["counts"]["total"]["failed"] == 0, path
         assert all(s["status"] in ("ok", "absent") for s in record["steps"]), path
         assert record["counts"]["tests"]["passed"] > 0 and record["seeds"] and record["files"], path
+        for part in record.get("partial", []):  # each later run of only what changed passed too
+            assert part["failed"] == 0 and part["changed"] and part["files"], path
+            assert all(s["status"] in ("ok", "absent") for s in part["steps"]), path
 
 
 def test_readme_says_what_the_records_say():
@@ -302,14 +304,14 @@ def test_main_records_two_seeds_when_everything_passed(fake_machine, tmp_path, c
     assert run("--runs", "2", "--seed", "5", "-n", "3") == 0
     record = json.loads((tmp_path / "out" / "h200.json").read_text())
     (seed5, seed6), codeblocks, examples = calls[:2], calls[2], calls[3]
-    assert seed5[1][:2] == ["-n", "3"] and "--shuffle-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
+    assert seed5[1][:2] == ["-n", "3"] and "--randomly-seed=5" in seed5[1] and "--ignore=tests/browser" in seed5[1]
     other = int(seed6[1][-1].split("=")[1])
     assert record["seeds"] == [5, other] and other != 5
     assert "--codeblocks" in codeblocks[1] and examples[1] == [p.stem for p in results.example_files()]
     assert all(c[3] == "1" for c in calls)  # the steps know a check is running
-    if (ROOT / gpu_check.PROPERTIES).exists():  # once, on its own, with the GPU profile
-        assert calls[4][1] == ["-n", "3", gpu_check.PROPERTIES, "--shuffle-seed=5"] and calls[4][2] == "gpu"
-        assert f"--ignore={gpu_check.PROPERTIES}" in seed5[1] and calls[0][2] is None
+    if gpu_check.property_files():  # once, on their own, with the GPU profile
+        assert calls[4][1] == ["-n", "3", *gpu_check.property_files(), "--randomly-seed=5"] and calls[4][2] == "gpu"
+        assert f"--ignore-glob={gpu_check.PROPERTIES}" in seed5[1] and calls[0][2] is None
     else:
         assert len(calls) == 4 and record["counts"]["properties"]["passed"] == 0
     assert record["files"] == gpu_check.file_hashes() and record["failed"] == 0
@@ -336,47 +338,136 @@ def test_main_rehearsal_records_nothing(fake_machine, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-# ----------------------------------------------------------------------------- random order (tests/conftest.py)
-def test_shuffle_is_a_function_of_the_seed():
-    items = list(range(50))
-    a, b, c = list(items), list(items), list(items)
-    shuffle_items(a, 3)
-    shuffle_items(b, 3)
-    shuffle_items(c, 4)
-    assert a == b != items and a != c and sorted(a) == items
+# ----------------------------------------------------------------------------- re-verifying only what changed
+def _repo(root):
+    """A small repository: two examples, their tests, a shared helper, pages, the plugin."""
+    files = {
+        "examples/alpha.py": "x = 1\n", "examples/beta.py": "y = 2\n",
+        "tests/support.py": "import torch\n", "tests/helper2.py": "from support import ROOT\n",
+        "tests/test_alpha.py": "import alpha\nfrom support import DEVICE\n",
+        "tests/test_beta.py": "from beta import y\nimport helper2\n",
+        "tests/test_all.py": "EXAMPLES = ROOT / 'examples'\n",
+        "tests/test_properties_one.py": "import alpha\n",
+        "tests/test_site.py": "from scripts import codeblocks\n",
+        "tests/conftest.py": "", "scripts/codeblocks.py": "",
+        "docs/a.md": '--8<-- "examples/alpha.py:setup"\n', "docs/b.md": "see examples/beta.py\n", "docs/c.md": "",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
 
 
-def test_shuffle_seed_from_option_or_environment(monkeypatch):
-    config = types.SimpleNamespace(getoption=lambda name, default=None: None)
-    monkeypatch.delenv(SHUFFLE_ENV, raising=False)
-    assert shuffle_seed(config) is None
-    monkeypatch.setenv(SHUFFLE_ENV, "42")
-    assert shuffle_seed(config) == 42
-    config.getoption = lambda name, default=None: "7"
-    assert shuffle_seed(config) == 7  # the option wins
-    monkeypatch.setenv(SHUFFLE_ENV, "")
-    config.getoption = lambda name, default=None: "x7"
-    with pytest.raises(pytest.UsageError, match="must be an integer"):
-        shuffle_seed(config)
+def test_scope_of_a_changed_example_test_helper_plugin_and_conftest(tmp_path):
+    from scripts import gpu_scope
+
+    root = _repo(tmp_path)
+    s = gpu_scope.scope(["examples/alpha.py"], root=root)
+    assert not s.full and s.examples == ["alpha"] and s.pages == ["docs/a.md"]
+    assert s.tests == ["tests/test_all.py", "tests/test_alpha.py"] and s.properties == ["tests/test_properties_one.py"]
+    assert "examples/alpha.py" in s.covered and "tests/test_beta.py" not in s.covered
+    s = gpu_scope.scope(["tests/support.py"], root=root)  # through helper2 too
+    assert s.tests == ["tests/test_alpha.py", "tests/test_beta.py"] and not s.examples and not s.pages
+    s = gpu_scope.scope(["tests/test_beta.py"], root=root)
+    assert s.tests == ["tests/test_beta.py"] and s.covered == ["tests/test_beta.py"]
+    s = gpu_scope.scope(["scripts/codeblocks.py"], root=root)
+    assert s.pages == ["docs/"] and s.tests == ["tests/test_site.py"]
+    assert gpu_scope.scope(["tests/conftest.py", "examples/beta.py"], root=root).full
+    assert gpu_scope.scope([], root=root).empty and gpu_scope.scope(["docs/a.md"], root=root).empty
 
 
-def test_shuffle_seed_option_reorders_the_collection():
-    # Two collections of this file in one child process (torch is imported once): in file
-    # order, then with --shuffle-seed. The second is the first, shuffled by that seed alone.
+def test_scope_of_this_repository_reaches_an_examples_tests_pages_and_properties():
+    from scripts import gpu_scope
+
+    s = gpu_scope.scope(["examples/softmax.py"])
+    assert "tests/test_softmax.py" in s.tests and "docs/kernels/softmax.md" in s.pages and s.examples == ["softmax"]
+    assert s.properties and all(p.startswith("tests/test_properties_") for p in s.properties)
+    assert "tests/test_matmul.py" not in s.tests
+
+
+def _record(files, **extra):
+    return {**GPU, "date": "2026-12-01T10:00:00+00:00", "seeds": [1], "command": "c", "workers": 1,
+            "steps": [{"name": "tests (seed 1)", "kind": "tests", "status": "ok", "seed": 1, "passed": 3,
+                       "failed": 0, "skipped": 0, "seconds": 1.0, "note": ""}],
+            "counts": {"tests": {"passed": 3, "failed": 0, "skipped": 0}}, "passed": 3, "failed": 0, "skipped": 0,
+            "files": dict(files), **extra}
+
+
+def test_effective_files_follow_partial_runs():
+    record = _record({"a": "1", "b": "2", "c": "3"}, partial=[
+        {"files": {"a": "9"}, "removed": ["c"]}, {"files": {"a": "8", "d": "4"}, "removed": []}])
+    assert gpu_check.effective_files(record) == {"a": "8", "b": "2", "d": "4"}
+
+
+def test_plan_changed_partial_or_full(tmp_path):
+    root = _repo(tmp_path / "repo")
+    current = gpu_check.file_hashes(root)
+    info = {k: v for k, v in GPU.items() if k not in ("cuda", "triton_interpret")}
+    assert gpu_check.plan_changed(tmp_path / "none.json", info, current, root).scope is None
+    base = tmp_path / "h200.json"
+    base.write_text(json.dumps(_record(current)))
+    assert gpu_check.plan_changed(base, info, current, root).scope.empty  # nothing changed
+    assert gpu_check.plan_changed(base, {**info, "torch": "2.12"}, current, root).scope is None  # other versions
+    changed = dict(current, **{"examples/beta.py": "f" * 64})
+    plan = gpu_check.plan_changed(base, info, changed, root)
+    assert plan.changed == ["examples/beta.py"] and plan.scope.examples == ["beta"]
+    assert plan.scope.tests == ["tests/test_all.py", "tests/test_beta.py"] and plan.scope.pages == ["docs/b.md"]
+    assert gpu_check.plan_changed(base, info, dict(current, **{"tests/conftest.py": "e" * 64}), root).scope is None
+
+
+def test_main_changed_adds_a_partial_run_to_the_record(fake_machine, tmp_path, monkeypatch, capsys):
+    run, calls = fake_machine
+    current = gpu_check.file_hashes()
+    example = "examples/vector_add.py"
+    base = tmp_path / "base" / "h200.json"
+    base.parent.mkdir()
+    base.write_text(json.dumps(_record(dict(current, **{example: "0" * 64}))))
+    (base.parent / gpu_check.OUTPUTS).mkdir()
+    (base.parent / gpu_check.OUTPUTS / "h200.json").write_text(json.dumps({
+        "gpu": "NVIDIA H200", "record_date": "2026-12-01T10:00:00+00:00", "seeds": [1],
+        "examples": {"softmax": {"sha256": current["examples/softmax.py"], "output": "old softmax\n"}}}))
+    monkeypatch.setattr(gpu_check, "example_outputs", lambda logs, names: {n: f"{n} printed\n" for n in names})
+    assert run("--changed", "--base", str(base), "--seed", "7", "-n", "2") == 0
+    assert [c[0] for c in calls] == ["tests (seed 7)", "codeblocks", "examples", "properties (gpu profile)"]
+    assert "tests/test_vector_add.py" in calls[0][1] and "--randomly-seed=7" in calls[0][1]
+    assert "docs/quickstart.md" in calls[1][1] and calls[2][1] == ["vector_add"] and calls[3][2] == "gpu"
+    record = json.loads((tmp_path / "out" / "h200.json").read_text())
+    part = record["partial"][-1]
+    assert part["changed"] == [example] and part["files"][example] == current[example]
+    assert gpu_check.effective_files(record) == current and record["files"][example] == "0" * 64
+    outputs = json.loads((tmp_path / "out" / gpu_check.OUTPUTS / "h200.json").read_text())["examples"]
+    assert outputs["vector_add"]["output"] == "vector_add printed\n" and outputs["softmax"]["output"] == "old softmax\n"
+    assert outputs["vector_add"]["date"] == part["date"] and outputs["softmax"]["date"] == "2026-12-01T10:00:00+00:00"
+    assert "then on " in gpu_check.describe(record) and example in gpu_check.describe(record)
+    # again: nothing changed since the new record, nothing runs
+    assert run("--changed", "--base", str(tmp_path / "out" / "h200.json")) == 0 and calls == []
+    assert "nothing changed" in capsys.readouterr().out
+
+
+def test_main_changed_runs_everything_without_a_record(fake_machine, tmp_path):
+    run, calls = fake_machine
+    assert run("--changed", "--base", str(tmp_path / "missing.json")) == 0
+    assert [c[0] for c in calls][1:] == ["codeblocks", "examples", "properties (gpu profile)"]
+    assert "partial" not in json.loads((tmp_path / "out" / "h200.json").read_text())
+
+
+# ----------------------------------------------------------------------------- random order (pytest-randomly)
+def test_random_order_is_a_function_of_the_seed_and_printed():
+    # Three collections of this file in one child process (torch is imported once): in file order,
+    # then twice with one seed. pytest-randomly reorders by the seed alone and prints it.
     code = (
         "import pytest\n"
-        "for extra in ([], ['--shuffle-seed', '12345']):\n"
+        "for extra in (['-p', 'no:randomly'], ['--randomly-seed=12345'], ['--randomly-seed=12345']):\n"
         "    print('== collection', flush=True)\n"
         "    rc = pytest.main(['--collect-only', '-q', '-p', 'no:xdist', '-p', 'no:cacheprovider',\n"
         "                      'tests/test_verified.py', *extra])\n"
         "    assert rc == 0, rc\n"
     )
-    env = {k: v for k, v in os.environ.items() if k not in (SHUFFLE_ENV, "PYTEST_ADDOPTS")}
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
-    _, in_file_order, shuffled = [[line for line in part.splitlines() if "::" in line]
-                                  for part in out.stdout.split("== collection")]
-    expected = list(in_file_order)
-    random.Random(12345).shuffle(expected)
-    assert len(in_file_order) > 30 and shuffled == expected != in_file_order
+    _, in_file_order, first, second = [[line for line in part.splitlines() if "::" in line]
+                                       for part in out.stdout.split("== collection")]
+    assert len(in_file_order) > 30 and first == second != in_file_order and sorted(first) == sorted(in_file_order)
+    assert "--randomly-seed=12345" in out.stdout
