@@ -28,10 +28,12 @@ import argparse
 import ast
 import csv
 import hashlib
+import io
 import json
 import statistics
 import subprocess
 import sys
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,8 +151,38 @@ def _entry_span(source: bytes, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _comment_spans(data: bytes, line_starts: list[int]) -> list[tuple[int, int]]:
+    """Byte ranges of the comments (``tokenize``'s columns count characters: converted to bytes)."""
+    lines = data.splitlines(keepends=True)
+    spans = []
+    for tok in tokenize.tokenize(io.BytesIO(data).readline):
+        if tok.type == tokenize.COMMENT:
+            (row, col), (end_row, end_col) = tok.start, tok.end
+            text = lines[row - 1].decode()
+            start = line_starts[row - 1] + len(text[:col].encode())
+            spans.append((start, line_starts[end_row - 1] + len(lines[end_row - 1].decode()[:end_col].encode())))
+    return spans
+
+
+def _docstring_spans(tree: ast.AST, line_starts: list[int]) -> list[tuple[int, int]]:
+    """Byte ranges of the module's, classes' and functions' docstrings (ast's col offsets are bytes)."""
+    spans = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) or not body:
+            continue
+        first = body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            spans.append((line_starts[first.lineno - 1] + first.col_offset,
+                          line_starts[first.end_lineno - 1] + first.end_col_offset))
+    return spans
+
+
 def measured_code(source: bytes | str) -> bytes:
-    """An example's source with the ``UNHASHED_KEYS`` entries of its bench specs cut out, as bytes.
+    """An example's source with what does not run cut out, as bytes: the ``UNHASHED_KEYS`` entries of
+    its bench specs, its comments (markdown cells and section markers included) and its docstrings;
+    then each line's trailing blanks and every blank line dropped. A comment or a docstring edited,
+    or a title or a target changed, leaves a result fresh; any change to code that runs does not.
 
     Cut by text: ``ast`` only locates each entry (its key's start, its value's end), and those byte
     ranges are removed from the source itself. Never hash ``ast.dump``/``ast.unparse``: the runner
@@ -174,6 +206,7 @@ def measured_code(source: bytes | str) -> bytes:
             if name in UNHASHED_KEYS:  # col offsets are UTF-8 byte offsets
                 spans.append(_entry_span(data, line_starts[key.lineno - 1] + key.col_offset,
                                          line_starts[value.end_lineno - 1] + value.end_col_offset))
+    spans += _comment_spans(data, line_starts) + _docstring_spans(tree, line_starts)
     out, pos = [], 0
     for start, end in sorted(spans):
         if end <= pos:
@@ -181,7 +214,7 @@ def measured_code(source: bytes | str) -> bytes:
         out.append(data[pos:max(pos, start)])
         pos = end
     out.append(data[pos:])
-    return b"".join(out)
+    return b"\n".join(line.rstrip() for line in b"".join(out).splitlines() if line.strip()) + b"\n"
 
 
 def code_sha256(source: bytes | str) -> str:
