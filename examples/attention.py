@@ -893,7 +893,7 @@ def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=Fals
         "metric": "TFLOP/s",
         "ceiling": dtype,
         "args": {"direction": direction, "dtype": dtype, "head_dim": head_dim, "causal": causal},
-        "cudagraph_timing": direction == "fwd",  # autograd runs a backward on its own stream: no graph capture
+        "cudagraph_timing": direction == "fwd",  # this harness does not capture backward passes in a graph
         "targets": [  # speed targets (scripts/targets.py): against the fastest SDPA backend measured beside it
             {"kind": "peers", "peers": ["sdpa", "sdpa-flash", "sdpa-cudnn"], "min": 1.0 if direction == "fwd" else 0.8,
              "label": f"attention {'forward ≥ 1.0' if direction == 'fwd' else 'backward ≥ 0.8'}× fastest SDPA backend",
