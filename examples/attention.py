@@ -498,14 +498,14 @@ def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str,
     elif dtype == torch.float32:  # fp32 tiles are twice the bytes, and ieee dots use no tensor cores
         blocks = {"fwd": (64, 32), "dkdv": (32, 64), "dq": (64, 32), "preprocess": (64, 0)}[pass_]
         cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4, "num_stages": 2}
-    # fp16/bf16 on a GPU: the fastest settings of the sweep in benchmarks/probes/attention.py
-    # (H200, fp16, batch 4 x 16 heads x seq 4096; benchmarks/logs/run16/probe_attention.txt)
+    # fp16/bf16 on a GPU: the fastest settings of a sweep on an H200
+    # (fp16, batch 4 x 16 heads x seq 4096; the attention Benchmarks page has it)
     elif pass_ == "fwd":  # 128 queries per program against 128 keys (64 at head_dim 64)
         cfg = ({"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3})
     elif pass_ == "dkdv":  # keys stay in registers (dK, dV accumulators), queries stream through
         # head_dim <= 64 without a causal mask: 64 x 128 tiles on 4 warps spill 190 registers a thread
-        # and run 5x slower than 64 x 64 (benchmarks/logs/run25/probe_attention_bwd.txt)
+        # and run 5x slower than 64 x 64 (measured on an H200)
         cfg = ({"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
                {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2} if causal else
                {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2})
@@ -893,7 +893,7 @@ def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=Fals
         "metric": "TFLOP/s",
         "ceiling": dtype,
         "args": {"direction": direction, "dtype": dtype, "head_dim": head_dim, "causal": causal},
-        "cudagraph_timing": direction == "fwd",  # autograd runs a backward on its own stream: no graph capture
+        "cudagraph_timing": direction == "fwd",  # this harness does not capture backward passes in a graph
         "targets": [  # speed targets (scripts/targets.py): against the fastest SDPA backend measured beside it
             {"kind": "peers", "peers": ["sdpa", "sdpa-flash", "sdpa-cudnn"], "min": 1.0 if direction == "fwd" else 0.8,
              "label": f"attention {'forward ≥ 1.0' if direction == 'fwd' else 'backward ≥ 0.8'}× fastest SDPA backend",

@@ -210,7 +210,7 @@ def layer_norm_dwdb_kernel(
 # `triton_op` below calls them with `wrap=True`: then each launch goes through
 # `wrap_triton`, so `torch.compile` and fake tensors see the kernel. Only there:
 # an eager `wrap_triton` launch was measured at about 145 us of host time on the
-# H200, a direct one at 15 us (`benchmarks/logs/run18/probe_layer_norm_host.txt`).
+# H200, a direct one at 15 us.
 
 
 # %%

@@ -188,7 +188,7 @@ def matmul_tma_kernel(
 # ## Launch settings
 #
 # On a GPU each kernel is autotuned over a short list of configs picked from
-# measurements on an H200 (`benchmarks/probes/persistent.py`). The interpreter cannot
+# measurements on an H200 (the Benchmarks page has the sweep). The interpreter cannot
 # run a multi-config autotune, so on the CPU every kernel gets one small fixed config:
 # small tiles make many tiles, so the persistent loop really loops.
 
@@ -208,7 +208,7 @@ def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
     if dtype == torch.float32:  # 4-byte elements: half the K depth, or the stages overflow shared memory
         return [_cfg(128, 128, 32, 8, 8, 3, **extra), _cfg(64, 128, 32, 8, 4, 3, **extra)]
     if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024; subtiled C at 4096-8192;
-        return [  # 256 x 128, 4 stages, subtiled C on the ragged 4000 x 3000 x 2000 (run27's matmul_directions)
+        return [  # 256 x 128, 4 stages, subtiled C on the ragged 4000 x 3000 x 2000 (a sweep of directions)
             _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
             _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),
             _cfg(256, 128, 64, 8, 8, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),

@@ -265,8 +265,7 @@ def softmax_split_kernel(
 # ## The launcher
 #
 # It validates the input, picks the step from the row length, and sizes the
-# launch. The thresholds and warp counts come from the H200 sweep in
-# `benchmarks/probes/softmax.py`.
+# launch. The thresholds and warp counts come from a sweep on the H200.
 
 
 # %%
@@ -279,8 +278,8 @@ MULTIROW_TILE = 4096  # elements per multirow tile: ROWS * BLOCK_N
 ONLINE_BLOCK = 16384  # chunk of the online kernel: 64 KB of fp32 per load
 ONLINE_PROGRAMS_PER_SM = 2  # persistent grid of the online kernel
 SPLIT_BLOCK = 8192  # chunk of the split kernel: 32 KB of fp32 per program
-SPLIT_WARPS = (4, 8)  # warps per split program, up to 8 chunks a row and beyond: benchmarks/probes/softmax_split.py
-#                       (run23 log) measured 8192-element chunks fastest with 4 warps at N = 65536, with 8 at 262144
+SPLIT_WARPS = (4, 8)  # warps per split program: up to SPLIT_FEW_CHUNKS chunks a row, and beyond
+#                       (8192-element chunks were fastest with 4 warps at N = 65536, with 8 at 262144)
 SPLIT_FEW_CHUNKS = 8  # rows of at most this many chunks take SPLIT_WARPS[0]
 SPLIT_MAX_SPINS = 2**24  # polls before a waiting program gives up: seconds, far past any real wait
 MAX_TILE = 2**20  # Triton's limit on the elements of one tile

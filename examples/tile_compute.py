@@ -113,8 +113,8 @@ def _pow2_block(n: int, lo: int, hi: int) -> int:
 
 
 def bmm_config(M: int, N: int, K: int, dtype: torch.dtype, input_precision: str) -> dict:
-    """Tile shape, warps and pipelining depth: a rule read off a sweep on the H200
-    (benchmarks/probes/tile_compute.py), not a runtime search."""
+    """Tile shape, warps and pipelining depth: a rule read off a sweep on the H200,
+    not a runtime search."""
     fma = dtype == torch.float32 and input_precision == "ieee"  # plain fp32 runs on the FMA units, not tensor cores
     return {
         "BLOCK_M": _pow2_block(M, 16, 64 if fma else 128),  # tl.dot needs K >= 16; M and N >= 16 by choice

@@ -146,7 +146,7 @@ BENCHMARKS = [
         "metric": "GB/s",
         "ceiling": "copy",
         "args": {},
-        "targets": [  # speed targets (scripts/targets.py); issue 11: "in kernel time"
+        "targets": [  # speed targets (scripts/targets.py), judged in kernel time
             {"kind": "ceiling", "label": "vector add fp32 ≥ 95% of copy (kernel time, CUDA graph)", "min": 0.95,
              "at": [2**24, 2**26, 2**28], "timing": "cudagraph", "point": "n = 2^{x_log2}",
              "detail": "the copy ceiling is timed with do_bench: a graph replay can pass it"},
