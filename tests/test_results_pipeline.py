@@ -487,7 +487,8 @@ import torch  # µ: a multi-byte character before the specs (ast's offsets are i
 
 
 def kernel(x):
-    return x + 1
+    '''A docstring: not measured.'''
+    return x + 1  # a comment: not measured
 
 
 BENCHMARKS = [
@@ -509,13 +510,18 @@ BENCHMARKS = [
 ] + [{"name": "µ_inline", "title": "Inline µ", "x_name": "n", "x_vals": [1], "providers": ["triton"], "metric": "us"}]
 OTHER = {"name": "not a spec", "title": "kept: no x_name"}
 """
-# measured_code(SAMPLE), and its sha256, pinned: the runner (Python 3.12) and the site (3.11) must agree
-SAMPLE_CUT = SAMPLE.replace(
+# measured_code(SAMPLE), and its sha256, pinned: the runner (Python 3.12) and the site (3.11) must agree.
+# Cut: the presentation entries, every comment and docstring; then trailing blanks and blank lines.
+SAMPLE_CUT = "\n".join(line.rstrip() for line in SAMPLE.replace(
     '        "title": f"Sample, {dt}, ≥ 2^{20}"\n                 f" (two lines)",\n', "").replace(
     '        "targets": [  # a comment inside the entry\n'
     '            {"kind": "ceiling", "label": "≥ 90% of copy", "min": 0.9},\n        ],\n', "").replace(
-    '"title": "Inline µ", ', "")
-SAMPLE_SHA = "2ec242b5b5004f835d2e038b4673334bd708dabf7da325bfcd5fb3af17efd5f7"  # same under 3.11, 3.12 and 3.13
+    '"title": "Inline µ", ', "").replace(
+    "  # µ: a multi-byte character before the specs (ast's offsets are in bytes)", "").replace(
+    "    '''A docstring: not measured.'''\n", "").replace("  # a comment: not measured", "").splitlines()
+    if line.strip()) + "\n"
+# the same under the site's Python 3.11 and the GPU runner's 3.12
+SAMPLE_SHA = "9ef06e44ef64dd301a465434dc50c326c4d6929035e6e7778b409b957207bdef"
 
 
 def test_measured_code_cuts_titles_and_targets_by_text():
@@ -538,6 +544,10 @@ def test_code_sha256_is_pinned_on_a_sample():
      '"min": 0.9},\n        ],\n', ""),  # the targets entry removed, lines and all
     ('        "args": {"dtype": dt},\n', '        "args": {"dtype": dt},\n        "title": "a second title",\n'),
     ('"title": "Inline µ", ', ""),  # an inline entry removed
+    ("  # a comment: not measured", "  # another comment"),  # comments and docstrings
+    ("'''A docstring: not measured.'''", "'''Another docstring,\n    on two lines.'''"),
+    ("def kernel(x):\n", "# a markdown cell\n#\n# more words\n\n\ndef kernel(x):\n"),
+    ("    return x + 1", "    # --8<-- [start:kernel]\n    return x + 1"),
 ])
 def test_code_sha256_ignores_presentation_edits(old, new):
     assert old in SAMPLE
@@ -553,6 +563,8 @@ def test_code_sha256_ignores_presentation_edits(old, new):
     ('"ceiling": "copy"', '"ceiling": "fp16"'),
     ('"x_name": "n",\n', '"x_name": "n",\n        "cudagraph": True,\n'),
     ('"kept: no x_name"', '"changed: not a spec"'),  # "title" outside a bench spec is code
+    ('"kept: no x_name"', '"kept: # not a comment"'),  # a '#' inside a string is code
+    ("    return x + 1", "    y = 1\n    return x + y"),  # a line of code added
 ])
 def test_code_sha256_changes_with_what_is_measured(old, new):
     assert old in SAMPLE
