@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import compare_runs, gpu_check, results, schedules, targets
+from scripts import compare_runs, gpu_check, pages, results, schedules, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 # What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
@@ -141,6 +141,18 @@ TOP: dict[str, Callable[[Page, list[str]], str]] = {
 }
 
 
+# The kinds that render a table of numbers: on the page, left out of the search index (a search for
+# a term should find the prose that explains it first).
+DATA_TABLES = ("targets", "summary", "repeatability", "provenance", "matmul_variation", "winners")
+
+
+def _alone_on_its_line(markdown: str, m: re.Match) -> bool:
+    """Only an expression on a line of its own, at its start, can be wrapped in a block."""
+    start = markdown.rfind("\n", 0, m.start()) + 1
+    end = markdown.find("\n", m.end())
+    return markdown[start:m.start()] == "" and markdown[m.end():None if end < 0 else end].strip() == ""
+
+
 def render(markdown: str, page: Page, names=tuple(TOP)) -> str:
     """Substitute the expressions named in ``names``; leave the others for a later pass."""
 
@@ -149,7 +161,10 @@ def render(markdown: str, page: Page, names=tuple(TOP)) -> str:
         if name not in names:
             return m.group(0)
         try:
-            return TOP[name](page, args)
+            out = TOP[name](page, args)
+            if name == "bench" and args[0] in DATA_TABLES and _alone_on_its_line(markdown, m):
+                out = pages.data_block(out)  # a table of numbers: kept out of the search index
+            return out
         except (results.ResultError, KeyError, ValueError, IndexError, OSError, TypeError, ZeroDivisionError) as err:
             line = markdown[:m.start()].count("\n") + 1
             text = f"{{{{ {name} {m.group(2)} }}}}" if m.group(2) else f"{{{{ {name} }}}}"
