@@ -156,24 +156,20 @@ def external_styles(html: str, href) -> tuple[str, dict[str, str]]:
 
 # ----------------------------------------------------------------------------- built pages' HTML
 DATA_CLASS = "tit-data"  # generated data tables: the plots' numbers, targets, winners (see `data_block`)
-# What the search index leaves out: generated data (a reader searching for a term wants the prose
-# that explains it, not a table of numbers that names it); code in a collapsed block (full
-# listings, solutions); and on a notebook page its code, outputs and prompts (the pages that teach
-# with an example show, and index, the same sections; each cell also carries a hidden plain copy of
-# its code for its copy button). Material's search parser compares elements by tag name only, so
-# an excluded element must not contain one of its own tag: the first inner `</div>` would end the
-# exclusion. Hence the `<pre>`s, not the notebook's nested cell `<div>`s.
+# What the search index leaves out. Generated data: a reader searching for a term wants the prose
+# that explains it, not a table of numbers that names it. Code blocks: Material's search matches
+# a query as a prefix (`num_warps*`), so every `num_warps=4` and `num_warps=w` in code counted as a
+# rare term of its own and code-heavy sections outranked the chapter that explains the option; the
+# prose around each block, and its inline code, stay indexed. On a notebook page also its prompts
+# and copy buttons. Material's search parser compares elements by tag name only, so an excluded
+# element must not contain one of its own tag (the first inner `</div>` would end the exclusion):
+# hence the `<pre>`s, not the notebook's nested cell `<div>`s.
 SEARCH_EXCLUDED = re.compile(
     r'<(?P<tag>[a-z][a-z0-9]*)(?P<before>\s[^>]*?)?\sclass="(?P<cls>[^"]*(?<![\w-])(?:tit-data)'
     r'(?![\w-])[^"]*)"(?P<after>[^>]*)>')
+CODE_EXCLUDED = re.compile(r"<pre\b")
 NOTEBOOK_EXCLUDED = re.compile(
-    r'<(?:pre|clipboard-copy)\b|<div class="(?:clipboard-copy-txt|jp-InputPrompt|jp-OutputPrompt)(?=[\s"])')
-CLOSED_DETAILS = re.compile(r"<details(?![^>]*\sopen)[^>]*>.*?</details>", re.S)
-PRE_TAG = re.compile(r"<pre\b")
-
-
-def _exclude(m: re.Match) -> str:
-    return m.group(0) + " data-search-exclude"
+    r'<clipboard-copy\b|<div class="(?:clipboard-copy-txt|jp-InputPrompt|jp-OutputPrompt)(?=[\s"])')
 
 
 def exclude_from_search(html: str, notebook: bool = False) -> str:
@@ -188,7 +184,7 @@ def exclude_from_search(html: str, notebook: bool = False) -> str:
             attrs += " data-search-exclude"
         return f"<{m.group('tag')}{attrs}>"
 
-    html = CLOSED_DETAILS.sub(lambda m: PRE_TAG.sub(_exclude, m.group(0)), html)
+    html = CODE_EXCLUDED.sub(_exclude_tag, html)
     if notebook:
         html = NOTEBOOK_EXCLUDED.sub(_exclude_tag, html)
     return SEARCH_EXCLUDED.sub(mark, html)
