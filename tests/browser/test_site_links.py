@@ -99,7 +99,8 @@ def broken_links(pages: list[Path]) -> list[str]:
                 continue
             rel = page.relative_to(SITE).as_posix()
             if not target.is_file():
-                broken.append(f"{rel}: {href} (no file {target.relative_to(SITE) if target.is_relative_to(SITE) else target})")
+                where = target.relative_to(SITE) if target.is_relative_to(SITE) else target
+                broken.append(f"{rel}: {href} (no file {where})")
             elif fragment and target.suffix == ".html" and fragment not in _parsed(target).ids:
                 broken.append(f"{rel}: {href} (no id {fragment!r} on {target.relative_to(SITE).as_posix()})")
     return broken
