@@ -3,6 +3,7 @@
     {{ bench KIND ARGS... }}   a number, a table or a section from the result files
     {{ examples }}             the map of the stories (example -> page -> test -> results -> plots)
     {{ verified }}             on which GPU and date the code last passed every check
+    {{ repo }}                 the repository's URL (mkdocs.yml's ``repo_url``), for clone commands
 
 ``bench`` kinds are the entries of ``BENCH`` (tables over the whole site, a probe's table, the
 winners of one bench) and, for any other kind, the quotes of one point or field that
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # What benchmarks/probes/matmul_variation.py measured (why the large matmuls move between runs).
 MATMUL_VARIATION = ROOT / "benchmarks" / "logs" / "run10" / "matmul_variation.json"
 
-EXPR = re.compile(r"\{\{\s*(bench|examples|verified|schedule)(?![\w.-])\s*([^}]*?)\s*\}\}")
+EXPR = re.compile(r"\{\{\s*(bench|examples|verified|schedule|repo)(?![\w.-])\s*([^}]*?)\s*\}\}")
 PLOT_REF = re.compile(r"assets/plots/([\w.-]+)\.svg")
 
 
@@ -44,6 +45,7 @@ class Page:
     reproduction: tuple | None = None  # compare_runs.compare_folders(...), or None without a second run
     examples_table: Callable[[], str] = lambda: ""  # the hook builds the story map (it knows the nav)
     example_order: list[str] | None = None  # the examples in reading order (the hook knows the nav)
+    repo_url: str = ""  # mkdocs.yml's repo_url: `{{ repo }}`
 
     @property
     def up(self) -> str:
@@ -122,6 +124,12 @@ BENCH: dict[str, Kind] = {
 POINT_KINDS = ("value", "ms", "ratio", "pct", "spread", "meta", "ceiling", "ridge")  # results.render_expression
 
 
+def _repo_url(page: Page) -> str:
+    if not page.repo_url:
+        raise results.ResultError("mkdocs.yml sets no repo_url")
+    return page.repo_url.rstrip("/")
+
+
 def render_bench(page: Page, args: list[str]) -> str:
     if not args:
         raise results.ResultError("empty expression")
@@ -139,6 +147,7 @@ TOP: dict[str, Callable[[Page, list[str]], str]] = {
     "examples": _no_args(lambda p: p.examples_table()),
     "verified": _no_args(lambda p: gpu_check.page_text()),
     "schedule": lambda p, args: schedules.render(args),  # {{ schedule rows span }}: benchmarks/schedules/
+    "repo": _no_args(lambda p: _repo_url(p)),
 }
 
 

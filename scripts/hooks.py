@@ -374,7 +374,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     reproduction = _BUILD["reproduction"] if "reproduction" in _BUILD else load_reproduction()
     path = page.file.src_path
     ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(path, data),
-                           _BUILD.get("reading_order"))
+                           _BUILD.get("reading_order"), config.get("repo_url") or "")
     benches = expressions.quoted_benches(markdown, data.specs)
     old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""
