@@ -174,3 +174,37 @@ def test_search_finds_the_chapter_that_explains_num_warps_first(base_url, page):
     first.wait_for(timeout=15_000)
     href = first.get_attribute("href")
     assert "guide/tiles-and-programs/" in href, f"first result for num_warps: {href}"
+
+
+def test_notebook_pages_keep_the_code_in_their_titles(site_dir):
+    """mkdocs-jupyter drops inline code from a notebook's title ("Compute inside a tile: , dtypes");
+    the hook takes it from the page's own heading, so the nav and <title> keep `tl.dot`."""
+    import re
+
+    from scripts import notebooks
+
+    for src in sorted((SITE.parent / "examples").glob("*.py")):
+        built = SITE / "examples" / src.stem / "index.html"
+        if src.name.startswith("_") or not built.is_file():
+            continue
+        title = re.search(r"<title>(.*?) - ", built.read_text()).group(1)
+        assert title == notebooks.notebook_title(src).replace("&", "&amp;"), (src.name, title)
+    nav = (SITE / "kernels" / "index.html").read_text()
+    assert "Compute inside a tile: tl.dot, dtypes" in nav
+
+
+def test_notebook_toc_and_colab_link():
+    from scripts import pages
+
+    html = ('<h1 id="a-tldot">A <code>tl.dot</code><a class="anchor-link" href="#a-tldot">¶</a></h1>'
+            '<h2 id="b">B</h2><h3 id="c">C</h3><h2 id="d">D &amp; E</h2>')
+    tokens, title = pages.notebook_toc(html)
+    assert title == "A tl.dot"
+    assert [t["id"] for t in tokens] == ["a-tldot"]
+    assert [(t["id"], [c["id"] for c in t["children"]]) for t in tokens[0]["children"]] == [("b", ["c"]), ("d", [])]
+    assert pages.colab_url("https://github.com/o/r", "notebooks/x.ipynb") == \
+        "https://colab.research.google.com/github/o/r/blob/main/notebooks/x.ipynb"
+    out = pages.notebook_actions("<h1>T</h1><p>x</p>", "x", "https://github.com/o/r", None)
+    assert 'href="x.ipynb" download' in out and "colab" not in out  # no committed notebook: no Colab link
+    out = pages.notebook_actions("<h1>T</h1>", "x", "https://github.com/o/r", "notebooks/x.ipynb")
+    assert "colab.research.google.com/github/o/r/blob/main/notebooks/x.ipynb" in out
