@@ -19,7 +19,9 @@ dispatches to a script that does the work and knows nothing of MkDocs:
   references, prose words) once ``ENFORCE_TEACHING`` is on.
 * ``on_page_content``: a notebook page links its stylesheets instead of inlining them, takes its
   title and table of contents from its own headings (code text kept), and gets its download
-  link; generated data tables and notebook outputs leave the search index (``scripts/pages.py``).
+  link; generated data tables and code blocks leave the search index, and highlighted code
+  loses the spans that change nothing (``scripts/pages.py``).
+* ``on_post_page``: the built page without its templates' runs of blank indentation.
 
 Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 """
