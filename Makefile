@@ -20,7 +20,7 @@ INSTALL_INTO = $(if $(UV),$(1)/bin/uv pip install --compile-bytecode --python $(
 INSTALL = $(call INSTALL_INTO,$(VENV))
 LOCAL_WHEELS = $(foreach d,$(shell $(PY) -m pip config get global.find-links 2>/dev/null),--find-links $(d))
 
-.PHONY: help install install-site serve build test test-latest-triton lint bench-tiny gpu-check clean
+.PHONY: help install install-site serve build test test-latest-triton lint bench-tiny gpu-check screenshot clean
 
 help:
 	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
@@ -88,6 +88,13 @@ GPU_CHECK_ARGS ?=
 FULL ?=
 gpu-check:
 	$(GPU_PY) -m scripts.gpu_check $(if $(FULL),,--changed) $(GPU_CHECK_ARGS)
+
+# The README's picture of the home page (docs/assets/screenshot.png): the site built, then
+# photographed at 1280x800 in Debian's chromium (scripts/screenshot.py). Run it after a change to
+# the home page and commit the PNG.
+screenshot: install
+	$(BIN)/mkdocs build --strict
+	$(BIN)/python -m scripts.screenshot
 
 bench-tiny: install
 	TRITON_INTERPRET=1 $(BIN)/python -m scripts.bench --tiny --all

@@ -56,6 +56,26 @@ def add_kernel(
 
 
 # %% [markdown]
+# ## A first launch
+#
+# The launch in its plainest form: two inputs, an output, a grid of one program per tile,
+# and a check against torch. `add` below wraps the same launch with checks of its inputs.
+
+
+# %%
+# --8<-- [start:first-launch]
+def first_launch(n: int = 98_432, block_size: int = 1024) -> None:
+    x = torch.randn(n, device=DEVICE)
+    y = torch.randn(n, device=DEVICE)
+    z = torch.empty_like(x)
+    grid = (triton.cdiv(n, block_size),)  # one program per tile
+    add_kernel[grid](x, y, z, n, BLOCK_SIZE=block_size)
+    torch.testing.assert_close(z, x + y)  # the same numbers as torch
+    print(f"add_kernel: z == x + y for n = {n}")
+# --8<-- [end:first-launch]
+
+
+# %% [markdown]
 # ## The launcher
 #
 # Host code: check the inputs, allocate the output, size the grid, launch.

@@ -4,6 +4,7 @@
     {{ examples }}                 the map of the stories (example -> page -> test -> results -> plots)
     {{ verified }}                 on which GPU and date the code last passed every check
     {{ schedule TRACE STATISTIC }} a number from a measured schedule (benchmarks/schedules/)
+    {{ repo }}                     the repository's URL (mkdocs.yml's ``repo_url``), for clone commands
 
 Each entry of ``GRAMMAR`` (a ``Kind``) gives an expression's name, its arguments (``Arg``: how each
 is written, parsed and documented, and whether it names a bench or an example), how it renders and
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import compare_runs, results, schedules, targets, verified
+from scripts import compare_runs, pages, results, schedules, targets, verified
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
@@ -50,6 +51,7 @@ class Page:
     reproduction: tuple | None = None  # compare_runs.compare_folders(...), or None without a second run
     examples_table: Callable[[], str] = lambda: ""  # the hook builds the story map (it knows the nav)
     example_order: list[str] | None = None  # the examples in reading order (the hook knows the nav)
+    repo_url: str = ""  # mkdocs.yml's repo_url: `{{ repo }}`
 
     @property
     def up(self) -> str:
@@ -61,7 +63,8 @@ def all_plots(page: Page) -> str:
     out = []
     for bench in sorted({r["bench"] for r in page.data.rows}):
         title = page.data.specs.get(bench, {}).get("title", bench)
-        out.append(f"### {title}\n\n![{title}]({page.up}assets/plots/{bench}.svg)\n")
+        # a gallery of data: its headings stay out of the search index (scripts/pages.py)
+        out.append(f"### {title} {{ .{pages.DATA_CLASS} }}\n\n![{title}]({page.up}assets/plots/{bench}.svg)\n")
     return "\n".join(out) if out else "*No results have been recorded yet.*"
 
 
@@ -217,6 +220,8 @@ GRAMMAR: tuple[Kind, ...] = (
          "the map of the stories: each example's notebook, pages, tests, result file and plots"),
     Kind("verified", None, NO_ARGS, lambda p: verified.page_text(),
          "on which GPU and date the current code last passed every check"),
+    Kind("repo", None, NO_ARGS, lambda p: _repo_url(p),
+         "the repository's URL (mkdocs.yml's `repo_url`), for clone commands"),
     Kind("schedule", None, (Arg("<trace>", "a trace of `benchmarks/schedules/<gpu>.json`"),
                             Arg("<statistic>", f"one of {', '.join(schedules.STATS)}")),
          lambda p, trace, stat: schedules.render([trace, stat]), "a number from a measured schedule"),
@@ -225,6 +230,24 @@ BENCH: dict[str, Kind] = {k.name: k for k in GRAMMAR if k.top == "bench"}
 OTHERS: dict[str, Kind] = {k.top: k for k in GRAMMAR if k.top != "bench"}
 TOP: tuple[str, ...] = tuple(dict.fromkeys(k.top for k in GRAMMAR))  # the expressions' first words
 EXPR = re.compile(r"\{\{\s*(" + "|".join(TOP) + r")(?![\w.-])\s*([^}]*?)\s*\}\}")
+
+
+def _repo_url(page: Page) -> str:
+    if not page.repo_url:
+        raise results.ResultError("mkdocs.yml sets no repo_url")
+    return page.repo_url.rstrip("/")
+
+
+# The kinds that render a table of numbers: on the page, left out of the search index (a search for
+# a term should find the prose that explains it first).
+DATA_TABLES = ("targets", "summary", "repeatability", "provenance", "matmul_variation", "winners")
+
+
+def _alone_on_its_line(markdown: str, m: re.Match) -> bool:
+    """Only an expression on a line of its own, at its start, can be wrapped in a block."""
+    start = markdown.rfind("\n", 0, m.start()) + 1
+    end = markdown.find("\n", m.end())
+    return markdown[start:m.start()] == "" and markdown[m.end():None if end < 0 else end].strip() == ""
 
 
 def kind_of(top: str, words: list[str]) -> tuple[Kind, list[str]]:
@@ -280,7 +303,10 @@ def render(markdown: str, page: Page, names=TOP) -> str:
             return m.group(0)
         try:
             kind, args = kind_of(top, words)
-            return kind.render(page, *parse_args(kind, args))
+            out = kind.render(page, *parse_args(kind, args))
+            if top == "bench" and words and words[0] in DATA_TABLES and _alone_on_its_line(markdown, m):
+                out = pages.data_block(out)  # a table of numbers: kept out of the search index
+            return out
         except (results.ResultError, KeyError, ValueError, IndexError, OSError, TypeError, ZeroDivisionError) as err:
             line = markdown[:m.start()].count("\n") + 1
             text = f"{{{{ {top} {m.group(2)} }}}}" if m.group(2) else f"{{{{ {top} }}}}"

@@ -15,7 +15,13 @@ dispatches to a script that does the work and knows nothing of MkDocs:
 * ``on_page_markdown``: render the page's expressions (one registry, ``scripts/expressions.py``;
   an unknown or missing result fails the build, naming the page and line), add the numbers under
   each plot and the notices on top (``scripts/pages.py``).
-* ``on_page_content``: a notebook page links its stylesheets instead of inlining them.
+* ``on_page_markdown`` also checks a teaching page against ``scripts/teaching.py`` (history
+  references, prose words) once ``ENFORCE_TEACHING`` is on.
+* ``on_page_content``: a notebook page links its stylesheets instead of inlining them, takes its
+  title and table of contents from its own headings (code text kept), and gets its download
+  link; generated data tables and code blocks leave the search index, and highlighted code
+  loses the spans that change nothing (``scripts/pages.py``).
+* ``on_post_page``: the built page without its templates' runs of blank indentation.
 
 Anything unexpected raises ``PluginError``: a broken build beats a wrong page.
 """
@@ -30,6 +36,7 @@ from pathlib import Path
 import mkdocs.plugins
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
+from mkdocs.structure.toc import get_toc
 from mkdocs.utils import get_relative_url
 
 import scripts
@@ -305,13 +312,59 @@ def shared_inputs_key() -> str:
 
 
 def on_page_content(html, page, config, files, **kwargs):
-    """A notebook page links its stylesheets instead of carrying them (scripts/pages.py): each
-    of the 26 pages was 590 KB of the same CSS heavier, for every reader and for the search index."""
-    if not page.file.src_path.endswith(".ipynb"):
+    """Generated data tables (``tit-data``) leave the search index. A notebook page links its
+    stylesheets instead of carrying them (scripts/pages.py: each of the 26 pages was 590 KB of the
+    same CSS heavier), takes its title and table of contents from its own headings (mkdocs-jupyter
+    drops inline code from both, so its contents linked to anchors that do not exist), keeps its
+    code cells' hidden copies and its outputs out of the search index, edits from its example and
+    opens with its download link (scripts/pages.py)."""
+    notebook = page.file.src_path.endswith(".ipynb")
+    if notebook:
+        html = pages.lighter_notebook(html)
+    html = pages.lighter_code(pages.exclude_from_search(html, notebook=notebook))
+    if not notebook:
         return html
     html, styles = pages.external_styles(html, lambda path: get_relative_url(path, page.url))
     _build.styles.update(styles)
-    return html
+    tokens, title = pages.notebook_toc(html, toc_depth(config))
+    page.toc = get_toc(tokens)
+    if title:
+        page.title = title
+    stem = Path(page.file.src_path).stem
+    repo = (config.get("repo_url") or "").rstrip("/")
+    if repo:
+        page.edit_url = f"{repo}/edit/main/examples/{stem}.py"  # the notebook is made from it
+    return pages.notebook_actions(html, stem, repo, committed_notebook(stem))
+
+
+def toc_depth(config) -> int:
+    plugin = config["plugins"].get("mkdocs-jupyter")
+    return plugin.config["toc_depth"] if plugin is not None else 6
+
+
+def committed_notebook(stem: str) -> str | None:
+    """The repository path of a committed notebook of this example, for Colab's GitHub opener
+    (it opens only a .ipynb that the repository holds). The site's notebooks are made at build
+    time and none is committed, so today this is None and no Colab link is shown."""
+    for rel in (f"examples/{stem}.ipynb", f"notebooks/{stem}.ipynb"):
+        if (ROOT / rel).is_file() and _tracked(rel):
+            return rel
+    return None
+
+
+def _tracked(rel: str) -> bool:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "--error-unmatch", rel], cwd=ROOT, capture_output=True)
+    except OSError:
+        return False
+    return out.returncode == 0
+
+
+def on_post_page(output, page, config, **kwargs):
+    """Every built page without its templates' runs of blank indentation (scripts/pages.py)."""
+    return pages.collapse_whitespace(output)
 
 
 def on_post_build(config, **kwargs):
@@ -338,7 +391,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     data, stale, reproduction = page_inputs(build)
     path = page.file.src_path
     ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(build, path, data),
-                           build.reading_order)
+                           build.reading_order, config.get("repo_url") or "")
     benches = expressions.quoted_benches(markdown, data.specs)
     old = [stale[e] for e in sorted(expressions.quoted_examples(markdown, data, benches)) if e in stale]
     notice = ""
@@ -358,4 +411,20 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     for block in (notice, pages.stale_notice(old) if old else ""):
         if block:
             markdown = pages.insert_after_title(markdown, block)
+    check_teaching(path, markdown)
     return markdown
+
+
+# A teaching page (scripts/teaching.py) that names the project's history or runs past its word
+# limit fails the build, naming the page and the line. Off until every teaching page is clean.
+ENFORCE_TEACHING = False
+
+
+def check_teaching(path: str, markdown: str, enforce: bool | None = None) -> None:
+    """Raise PluginError with every problem ``teaching.problems`` finds in a page's rendered
+    Markdown, when enforcing (``enforce``, else ``ENFORCE_TEACHING``)."""
+    if not (ENFORCE_TEACHING if enforce is None else enforce):
+        return
+    found = teaching.problems(path, markdown)
+    if found:
+        raise PluginError("teaching page " + path + ":\n  " + "\n  ".join(found))

@@ -90,7 +90,7 @@ def prose_lines(lines: list[str]):
 
 
 def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
-    """Under each plot on a page, its numbers in a collapsed block."""
+    """Under each plot on a page, its numbers in a collapsed block (``tit-data``: out of search)."""
     lines = markdown.split("\n")
     after: dict[int, list[str]] = {}  # line index -> the block that follows it
     for i, line in prose_lines(lines):
@@ -99,7 +99,7 @@ def add_plot_numbers(markdown: str, data: results.Results, up: str) -> str:
             continue
         pad = m.group("indent")
         table = plot_numbers(data, m.group("bench"), up)
-        after[i] = (["", f'{pad}??? note "The numbers behind this plot"', ""]
+        after[i] = (["", f'{pad}??? note {DATA_CLASS} "The numbers behind this plot"', ""]
                     + [f"{pad}    {t}" if t else "" for t in table.split("\n")] + [""])
     return "\n".join(out for i, line in enumerate(lines) for out in [line, *after.get(i, [])])
 
@@ -168,3 +168,150 @@ def external_styles(html: str, href) -> tuple[str, dict[str, str]]:
         return f'<link rel="stylesheet" href="{href(f"{NOTEBOOK_STYLES}/{name}")}">'
 
     return STYLE_BLOCK.sub(link, html), files
+
+
+# ----------------------------------------------------------------------------- built pages' HTML
+DATA_CLASS = "tit-data"  # generated data tables: the plots' numbers, targets, winners (see `data_block`)
+# What the search index leaves out. Generated data: a reader searching for a term wants the prose
+# that explains it, not a table of numbers that names it. Code blocks: Material's search matches
+# a query as a prefix (`num_warps*`), so every `num_warps=4` and `num_warps=w` in code counted as a
+# rare term of its own and code-heavy sections outranked the chapter that explains the option; the
+# prose around each block, and its inline code, stay indexed. On a notebook page also its prompts
+# and copy buttons. Material's search parser compares elements by tag name only, so an excluded
+# element must not contain one of its own tag (the first inner `</div>` would end the exclusion):
+# hence the `<pre>`s, not the notebook's nested cell `<div>`s.
+SEARCH_EXCLUDED = re.compile(
+    r'<(?P<tag>[a-z][a-z0-9]*)(?P<before>\s[^>]*?)?\sclass="(?P<cls>[^"]*(?<![\w-])(?:tit-data)'
+    r'(?![\w-])[^"]*)"(?P<after>[^>]*)>')
+CODE_EXCLUDED = re.compile(r"<pre\b")
+NOTEBOOK_EXCLUDED = re.compile(
+    r'<clipboard-copy\b|<div class="(?:clipboard-copy-txt|jp-InputPrompt|jp-OutputPrompt)(?=[\s"])')
+
+
+def exclude_from_search(html: str, notebook: bool = False) -> str:
+    """Mark what the search index leaves out with Material's ``data-search-exclude`` (its search
+    plugin skips those elements and then drops the attribute from the page). md_in_html leaves a
+    bare ``markdown`` attribute on a block nested in an admonition: dropped here too."""
+
+    def mark(m: re.Match) -> str:
+        attrs = f"{m.group('before') or ''} class=\"{m.group('cls')}\"{m.group('after')}"
+        attrs = re.sub(r"\smarkdown(?:=\"[^\"]*\")?(?=[\s>]|$)", "", attrs)
+        if "data-search-exclude" not in attrs:
+            attrs += " data-search-exclude"
+        return f"<{m.group('tag')}{attrs}>"
+
+    html = CODE_EXCLUDED.sub(_exclude_tag, html)
+    if notebook:
+        html = NOTEBOOK_EXCLUDED.sub(_exclude_tag, html)
+    return SEARCH_EXCLUDED.sub(mark, html)
+
+
+def _exclude_tag(m: re.Match) -> str:
+    """`<pre` -> `<pre data-search-exclude`; `<div class="x` -> `<div data-search-exclude class="x`."""
+    text = m.group(0)
+    if text.startswith("<div "):
+        return '<div data-search-exclude ' + text[len("<div "):]
+    return text + " data-search-exclude"
+
+
+PRE = re.compile(r"<pre\b.*?</pre>", re.S)
+PLAIN_TOKEN = re.compile(r'<span class="[nw]">([^<]*)</span>')
+
+
+def lighter_code(html: str) -> str:
+    """Highlighted code without the spans that change nothing: Pygments wraps every name
+    (``n``) and run of whitespace (``w``) in a span, and both Material and nbconvert colour them
+    as the code around them. A third of the HTML of a page heavy with code."""
+    return PRE.sub(lambda m: PLAIN_TOKEN.sub(r"\1", m.group(0)), html)
+
+
+def data_block(markdown_table: str, pad: str = "") -> str:
+    """A generated table wrapped so that the built page marks it ``tit-data`` (left out of search)."""
+    lines = [f'<div class="{DATA_CLASS}" markdown>', "", *markdown_table.split("\n"), "", "</div>"]
+    return "\n".join(f"{pad}{line}" if line else "" for line in lines)
+
+
+HEADING = re.compile(r'<h(?P<level>[1-6])[^>]*\sid="(?P<id>[^"]+)"[^>]*>(?P<inner>.*?)</h(?P=level)>', re.S)
+ANCHOR_LINK = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.S)
+
+
+def notebook_toc(html: str, depth: int = 6) -> tuple[list[dict], str | None]:
+    """The table of contents of a notebook page from its own headings, and its title (the first
+    h1's text, inline code included). mkdocs-jupyter strips inline code before it reads the
+    headings, so its contents named anchors such as ``#for-a`` for a heading ``For a `tl.dot```
+    whose id is ``for-a-tldot``, and titled the page "Compute inside a tile: , dtypes"."""
+    import html as htmllib
+
+    tokens: list[dict] = []
+    stack: list[dict] = []
+    title = None
+    for m in HEADING.finditer(html):
+        level = int(m.group("level"))
+        text = re.sub(r"<[^>]+>", "", ANCHOR_LINK.sub("", m.group("inner"))).strip()
+        if level == 1 and title is None:
+            title = htmllib.unescape(text)
+        if level > depth:
+            continue
+        token = {"level": level, "id": m.group("id"), "name": text, "children": []}
+        while stack and stack[-1]["level"] >= level:
+            stack.pop()
+        (stack[-1]["children"] if stack else tokens).append(token)
+        stack.append(token)
+    return tokens, title
+
+
+def colab_url(repo_url: str, path: str, branch: str = "main") -> str:
+    """Colab's GitHub opener for a notebook the repository holds at ``path``."""
+    owner_repo = repo_url.rstrip("/").removeprefix("https://github.com/")
+    return f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/{path}"
+
+
+def notebook_actions(html: str, stem: str, repo_url: str, committed: str | None) -> str:
+    """A notebook page's download link (the notebook sits beside the page: mkdocs-jupyter's
+    ``include_source``) under its title; "Open in Colab" beside it only for a notebook the
+    repository holds (``committed``: its path), as Colab opens only those."""
+    links = [f'<a class="md-button" href="{stem}.ipynb" download>Download the notebook</a>']
+    if committed and repo_url:
+        links.append(f'<a class="md-button" href="{colab_url(repo_url, committed)}">Open in Colab</a>')
+    block = f'<p class="tit-notebook-actions" data-search-exclude>{" ".join(links)}</p>'
+    at = html.find("</h1>")
+    if at < 0:
+        return block + html
+    at += len("</h1>")
+    return html[:at] + block + html[at:]
+
+
+CLIPBOARD_COPY = re.compile(
+    r'<pre(?P<attrs>[^>]*)>(?P<code>(?:(?!</pre>).)*)</pre></div>\s*'
+    r'<div class="clipboard-copy-txt"[^>]*\sid="(?P<id>[^"]+)"[^>]*>[^<]*</div>', re.S)
+MERMAID_LOADER = re.compile(r'<script type="module">(?:(?!</script>).)*jp-Mermaid(?:(?!</script>).)*</script>', re.S)
+
+
+def lighter_notebook(html: str) -> str:
+    """A notebook page without what it carried twice or never used: each code cell's hidden plain
+    copy of its code (the copy button, GitHub's clipboard-copy element, copies the text of the
+    element its ``for`` names: now the highlighted ``<pre>`` itself, whose text is the same code),
+    and nbconvert's Mermaid loader on a page with no diagram (it would fetch Mermaid from a CDN)."""
+    html = CLIPBOARD_COPY.sub(lambda m: f'<pre{m.group("attrs")} id="{m.group("id")}">{m.group("code")}</pre></div>',
+                              html)
+    if 'class="jp-Mermaid' not in html:
+        html = MERMAID_LOADER.sub("", html)
+    return html
+
+
+VERBATIM = re.compile(r"<(pre|textarea|script|style|code)\b.*?</\1>", re.S | re.I)
+BLANK_RUN = re.compile(r"[ \t]*\n\s*")
+
+
+def collapse_whitespace(html: str) -> str:
+    """The built page with each run of whitespace that holds a line break cut to one line break,
+    outside the elements whose whitespace shows (``pre``, ``code``, ``textarea``) or is code.
+    Between tags and words a line break renders as any other whitespace: the page looks the same,
+    and Material's indented templates (the navigation on every page) weigh a tenth less."""
+    out, at = [], 0
+    for m in VERBATIM.finditer(html):
+        out.append(BLANK_RUN.sub("\n", html[at:m.start()]))
+        out.append(m.group(0))
+        at = m.end()
+    out.append(BLANK_RUN.sub("\n", html[at:]))
+    return "".join(out)

@@ -1,0 +1,111 @@
+"""Teaching pages speak of Triton and the reader's problem (scripts/teaching.py): no reference to
+this project's history in what a reader sees on the built page, prose within its word limit in
+the source, and the build's own check (scripts/hooks.py ``check_teaching``) catching both."""
+
+from __future__ import annotations
+
+import html as htmllib
+import re
+from pathlib import Path
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+from scripts import hooks, teaching
+
+from .harness import SITE
+
+DOCS = teaching.DOCS
+
+
+def source_of(built: Path, site: Path = SITE) -> str | None:
+    """The page under docs/ that a built page comes from: ``site/kernels/softmax/index.html`` ->
+    ``kernels/softmax.md``, ``site/guide/index.html`` -> ``guide/index.md``, ``site/index.html``
+    -> ``index.md``; None for a page with no Markdown source (404, notebooks)."""
+    folder = built.parent.relative_to(site).as_posix()
+    candidates = ["index.md"] if folder == "." else [f"{folder}.md", f"{folder}/index.md"]
+    return next((c for c in candidates if (DOCS / c).is_file()), None)
+
+
+def teaching_pages_built() -> list[tuple[str, Path]]:
+    if not SITE.is_dir():
+        return []
+    out = []
+    for built in sorted(SITE.rglob("index.html")):
+        rel = source_of(built)
+        if rel is not None and teaching.is_teaching(rel):
+            out.append((rel, built))
+    return out
+
+
+def teaching_sources() -> list[str]:
+    return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")
+                  if teaching.is_teaching(p.relative_to(DOCS).as_posix()))
+
+
+ARTICLE = re.compile(r'<article class="md-content__inner[^"]*">(.*?)</article>', re.S)
+SKIPPED = re.compile(r"<(pre|script|style)\b.*?</\1>", re.S)
+
+
+def reader_text(page_html: str) -> str:
+    """What a reader reads on a built page: the article's text, code blocks left out (they are
+    the examples' code, covered by their own record), one line per block."""
+    m = ARTICLE.search(page_html)
+    body = SKIPPED.sub(" ", m.group(1) if m else page_html)
+    body = re.sub(r"</(p|li|h[1-6]|td|th|tr|div|summary|dd|dt)>", "\n", body)
+    return htmllib.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_source_of_maps_built_pages_back():
+    site = Path("/x/site")
+    assert source_of(site / "kernels" / "softmax" / "index.html", site) == "kernels/softmax.md"
+    assert source_of(site / "guide" / "index.html", site) == "guide/index.md"
+    assert source_of(site / "index.html", site) == "index.md"
+    assert source_of(site / "examples" / "vector_add" / "index.html", site) is None
+
+
+BUILT = teaching_pages_built()
+
+
+@pytest.mark.parametrize("rel,built", BUILT, ids=[rel for rel, _ in BUILT])
+def test_no_history_on_a_built_teaching_page(rel, built, site_dir):
+    """Run or issue numbers, log, probe or evidence paths, reproduction boxes, commit hashes:
+    they belong on the Benchmarks pages, one link away."""
+    text = reader_text(built.read_text())
+    found = [f"line {line}: {what}: {hit!r}" for what, hit, line in teaching.history_references(text)]
+    assert not found, f"{rel} (built: {built.relative_to(SITE)}) names the project's history:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("rel", teaching_sources())
+def test_teaching_page_source_is_clean(rel):
+    """History references and the prose word limits, on the Markdown source (scripts/teaching.py)."""
+    found = teaching.problems(rel, (DOCS / rel).read_text())
+    assert not found, "\n".join(found)
+
+
+def test_the_build_fails_on_a_teaching_page_with_history():
+    """scripts/hooks.py: with the check on, a teaching page that names a run fails the build,
+    naming the page and the line; a Benchmarks page may, and with the check off nothing fails."""
+    page = "# Softmax\n\nIt was slower.\n\nOn the H200 (run24, 2026-12-01) it reached 90%.\n"
+    with pytest.raises(PluginError) as err:
+        hooks.check_teaching("kernels/softmax.md", page, enforce=True)
+    assert "kernels/softmax.md:5" in str(err.value) and "run" in str(err.value)
+    hooks.check_teaching("benchmarks/softmax.md", page, enforce=True)  # not a teaching page
+    hooks.check_teaching("kernels/softmax.md", page, enforce=False)
+    hooks.check_teaching("kernels/softmax.md", "# Softmax\n\nShort and clean.\n", enforce=True)
+
+
+def test_the_build_fails_on_a_teaching_page_over_its_word_limit():
+    page = "# A chapter\n\n" + "word " * (teaching.WORD_LIMITS["guide/"] + 1) + "\n"
+    with pytest.raises(PluginError, match="guide/masks.md"):
+        hooks.check_teaching("guide/masks.md", page, enforce=True)
+
+
+def test_the_build_check_follows_enforce_teaching(monkeypatch):
+    """Without an explicit ``enforce``, the module constant decides (on_page_markdown's call)."""
+    page = "# Softmax\n\nSee issue 12.\n"
+    monkeypatch.setattr(hooks, "ENFORCE_TEACHING", True)
+    with pytest.raises(PluginError):
+        hooks.check_teaching("kernels/softmax.md", page)
+    monkeypatch.setattr(hooks, "ENFORCE_TEACHING", False)
+    hooks.check_teaching("kernels/softmax.md", page)
