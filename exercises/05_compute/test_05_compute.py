@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -10,8 +11,8 @@ DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_ava
 def check(impl, x):
     lo, hi = impl.row_minmax(x)
     want_lo, want_hi = impl.row_minmax_torch(x)
-    torch.testing.assert_close(lo, want_lo, rtol=0, atol=0, equal_nan=True)
-    torch.testing.assert_close(hi, want_hi, rtol=0, atol=0, equal_nan=True)
+    assert_close(lo, want_lo, rtol=0, atol=0, equal_nan=True)
+    assert_close(hi, want_hi, rtol=0, atol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -15,14 +16,14 @@ ACTIVATIONS = ["relu", "leaky_relu", "sigmoid", "silu"]
 def test_matches_torch(impl, device, dtype, name, n):
     x = 4 * torch.randn(n, device=device, dtype=dtype)
     rtol, atol = TOL[dtype]
-    torch.testing.assert_close(impl.activation(x, name), impl.activation_torch(x, name), rtol=rtol, atol=atol)
+    assert_close(impl.activation(x, name), impl.activation_torch(x, name), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("slope", [0.0, 0.2, 3.0])
 def test_leaky_relu_slope(impl, device, slope):
     x = torch.randn(300, device=device)
-    torch.testing.assert_close(impl.activation(x, "leaky_relu", neg_slope=slope),
-                               impl.activation_torch(x, "leaky_relu", neg_slope=slope))
+    assert_close(impl.activation(x, "leaky_relu", neg_slope=slope),
+                 impl.activation_torch(x, "leaky_relu", neg_slope=slope))
 
 
 def test_activations_differ(impl, device):

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -21,7 +22,7 @@ def test_matches_torch(impl, device, dtype, mkn):
     a = torch.randn(m, k, device=device, dtype=dtype)
     b = torch.randn(k, n, device=device, dtype=dtype)
     rtol, atol = TOL[dtype]
-    torch.testing.assert_close(impl.matmul(a, b), impl.matmul_torch(a, b), rtol=rtol, atol=atol)
+    assert_close(impl.matmul(a, b), impl.matmul_torch(a, b), rtol=rtol, atol=atol)
 
 
 def test_strided_inputs(impl, device):
@@ -29,7 +30,7 @@ def test_strided_inputs(impl, device):
     a = torch.randn(37, 2 * 29, device=device)[:, ::2]
     b = torch.randn(43, 29, device=device).t()
     rtol, atol = TOL[torch.float32]
-    torch.testing.assert_close(impl.matmul(a, b), impl.matmul_torch(a, b), rtol=rtol, atol=atol)
+    assert_close(impl.matmul(a, b), impl.matmul_torch(a, b), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("blocks", [(16, 16, 16), (32, 16, 32), (16, 64, 16)])
@@ -38,8 +39,8 @@ def test_tile_shapes(impl, device, blocks):
     a = torch.randn(40, 50, device=device)
     b = torch.randn(50, 36, device=device)
     rtol, atol = TOL[torch.float32]
-    torch.testing.assert_close(impl.matmul(a, b, block_m=bm, block_n=bn, block_k=bk), impl.matmul_torch(a, b),
-                               rtol=rtol, atol=atol)
+    assert_close(impl.matmul(a, b, block_m=bm, block_n=bn, block_k=bk), impl.matmul_torch(a, b),
+                 rtol=rtol, atol=atol)
 
 
 def test_launcher_refuses_bad_input(impl, device):

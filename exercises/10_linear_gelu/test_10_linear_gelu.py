@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -26,7 +27,7 @@ def inputs(m, k, n, device, dtype):
 def test_matches_torch(impl, device, dtype, mkn):
     x, w, bias = inputs(*mkn, device, dtype)
     rtol, atol = TOL[dtype]
-    torch.testing.assert_close(impl.linear_gelu(x, w, bias), impl.linear_gelu_torch(x, w, bias), rtol=rtol, atol=atol)
+    assert_close(impl.linear_gelu(x, w, bias), impl.linear_gelu_torch(x, w, bias), rtol=rtol, atol=atol)
 
 
 def test_bias_matters(impl, device):
@@ -34,7 +35,7 @@ def test_bias_matters(impl, device):
     x, w, _ = inputs(20, 24, 40, device, torch.float32)
     bias = torch.where(torch.arange(40, device=device) % 2 == 0, 8.0, -8.0)
     rtol, atol = TOL[torch.float32]
-    torch.testing.assert_close(impl.linear_gelu(x, w, bias), impl.linear_gelu_torch(x, w, bias), rtol=rtol, atol=atol)
+    assert_close(impl.linear_gelu(x, w, bias), impl.linear_gelu_torch(x, w, bias), rtol=rtol, atol=atol)
 
 
 def test_strided_inputs(impl, device):
@@ -43,7 +44,7 @@ def test_strided_inputs(impl, device):
     w = torch.randn(30, 2 * 35, device=device)[:, ::2] / 5
     bias = torch.randn(3 * 35, device=device)[::3]
     rtol, atol = TOL[torch.float32]
-    torch.testing.assert_close(impl.linear_gelu(x, w, bias), impl.linear_gelu_torch(x, w, bias), rtol=rtol, atol=atol)
+    assert_close(impl.linear_gelu(x, w, bias), impl.linear_gelu_torch(x, w, bias), rtol=rtol, atol=atol)
 
 
 def test_launcher_refuses_bad_input(impl, device):

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -21,7 +22,7 @@ def test_matches_torch(impl, device, dtype, mkn):
     a = torch.randn(m, k, device=device, dtype=dtype)
     b = torch.randn(k, n, device=device, dtype=dtype)
     rtol, atol = TOL[dtype]
-    torch.testing.assert_close(impl.matmul_persistent(a, b), impl.matmul_torch(a, b), rtol=rtol, atol=atol)
+    assert_close(impl.matmul_persistent(a, b), impl.matmul_torch(a, b), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("num_programs", [1, 2, 3, 5, 100])
@@ -30,16 +31,16 @@ def test_every_tile_is_covered(impl, device, num_programs):
     a = torch.randn(70, 24, device=device)
     b = torch.randn(24, 90, device=device)
     rtol, atol = TOL[torch.float32]
-    torch.testing.assert_close(impl.matmul_persistent(a, b, num_programs=num_programs), impl.matmul_torch(a, b),
-                               rtol=rtol, atol=atol)
+    assert_close(impl.matmul_persistent(a, b, num_programs=num_programs), impl.matmul_torch(a, b),
+                 rtol=rtol, atol=atol)
 
 
 def test_strided_inputs(impl, device):
     a = torch.randn(2 * 37, 29, device=device)[::2]
     b = torch.randn(43, 29, device=device).t()
     rtol, atol = TOL[torch.float32]
-    torch.testing.assert_close(impl.matmul_persistent(a, b, num_programs=3), impl.matmul_torch(a, b),
-                               rtol=rtol, atol=atol)
+    assert_close(impl.matmul_persistent(a, b, num_programs=3), impl.matmul_torch(a, b),
+                 rtol=rtol, atol=atol)
 
 
 def test_non_square_tiles(impl, device):
@@ -47,7 +48,7 @@ def test_non_square_tiles(impl, device):
     b = torch.randn(40, 60, device=device)
     rtol, atol = TOL[torch.float32]
     out = impl.matmul_persistent(a, b, num_programs=2, block_m=16, block_n=64, block_k=32)
-    torch.testing.assert_close(out, impl.matmul_torch(a, b), rtol=rtol, atol=atol)
+    assert_close(out, impl.matmul_torch(a, b), rtol=rtol, atol=atol)
 
 
 def test_launcher_refuses_bad_input(impl, device):
