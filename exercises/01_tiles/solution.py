@@ -33,6 +33,7 @@ def _check_block(name: str, v: int) -> None:
         raise ValueError(f"{name} must be a positive power of two, got {v!r}")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def reverse_kernel(
     x_ptr,  # pointer to the contiguous input
@@ -48,10 +49,11 @@ def reverse_kernel(
     past n_elements must not be loaded or stored.
     """
     pid = tl.program_id(axis=0)
-    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # the tile of y this program owns
+    offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # the tile of y it owns
     mask = offs < n_elements
-    x = tl.load(x_ptr + (n_elements - 1 - offs), mask=mask)  # the mirrored elements of x
+    x = tl.load(x_ptr + (n_elements - 1 - offs), mask=mask)  # mirrored elements
     tl.store(y_ptr + offs, x, mask=mask)
+# --8<-- [end:kernel]
 
 
 def reverse(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:

@@ -33,6 +33,7 @@ def _check_block(name: str, v: int) -> None:
         raise ValueError(f"{name} must be a positive power of two, got {v!r}")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def axpb_kernel(
     x_ptr,  # pointer to the contiguous input
@@ -55,6 +56,7 @@ def axpb_kernel(
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
     y = a * x + b
     tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:kernel]
 
 
 def axpb(x: torch.Tensor, a: float, b: float, block_size: int = 256) -> torch.Tensor:

@@ -20,9 +20,13 @@ FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_COLS = 16384  # one tile per row
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def minmax_combine(lo1, hi1, lo2, hi2):
-    """Combine two (min, max) pairs into one. NaN must win, as in torch.amin and torch.amax."""
+    """Combine two (min, max) pairs into one.
+
+    NaN must win, as in torch.amin and torch.amax.
+    """
     lo = tl.minimum(lo1, lo2, propagate_nan=tl.PropagateNan.ALL)
     hi = tl.maximum(hi1, hi2, propagate_nan=tl.PropagateNan.ALL)
     return lo, hi
@@ -37,17 +41,23 @@ def row_minmax_kernel(
     stride_row, stride_col,
     BLOCK_N: tl.constexpr,  # a power of two >= n_cols
 ):
-    """One program per row: load the row (masked lanes must change neither result), compute in
-    fp32, reduce the pair (x, x) with `tl.reduce((a, b), 0, minmax_combine)` and store both."""
+    """One program per row: the minimum and the maximum of the row.
+
+    Load the row (masked lanes must change neither result), compute in fp32,
+    reduce the pair (x, x) with `tl.reduce((a, b), 0, minmax_combine)` and
+    store both.
+    """
     row = tl.program_id(axis=0).to(tl.int64)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
     ptrs = x_ptr + row * stride_row + cols.to(tl.int64) * stride_col
-    x_lo = tl.load(ptrs, mask=mask, other=float("inf")).to(tl.float32)  # +inf never wins a min
-    x_hi = tl.load(ptrs, mask=mask, other=float("-inf")).to(tl.float32)  # -inf never wins a max
+    # +inf never wins a min, -inf never wins a max
+    x_lo = tl.load(ptrs, mask=mask, other=float("inf")).to(tl.float32)
+    x_hi = tl.load(ptrs, mask=mask, other=float("-inf")).to(tl.float32)
     lo, hi = tl.reduce((x_lo, x_hi), 0, minmax_combine)
     tl.store(lo_ptr + row, lo.to(lo_ptr.dtype.element_ty))
     tl.store(hi_ptr + row, hi.to(hi_ptr.dtype.element_ty))
+# --8<-- [end:kernel]
 
 
 def row_minmax(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,9 +20,13 @@ FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_COLS = 16384  # one tile per row
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def minmax_combine(lo1, hi1, lo2, hi2):
-    """Combine two (min, max) pairs into one. NaN must win, as in torch.amin and torch.amax."""
+    """Combine two (min, max) pairs into one.
+
+    NaN must win, as in torch.amin and torch.amax.
+    """
     # TODO: return the (min, max) pair that combines both; NaN must win.
     return lo1, hi1
 
@@ -36,11 +40,16 @@ def row_minmax_kernel(
     stride_row, stride_col,
     BLOCK_N: tl.constexpr,  # a power of two >= n_cols
 ):
-    """One program per row: load the row (masked lanes must change neither result), compute in
-    fp32, reduce the pair (x, x) with `tl.reduce((a, b), 0, minmax_combine)` and store both."""
+    """One program per row: the minimum and the maximum of the row.
+
+    Load the row (masked lanes must change neither result), compute in fp32,
+    reduce the pair (x, x) with `tl.reduce((a, b), 0, minmax_combine)` and
+    store both.
+    """
     # TODO: write the kernel body (see the docstring above).
     # Until you do, the kernel writes nothing and the tests fail.
     pass
+# --8<-- [end:kernel]
 
 
 def row_minmax(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

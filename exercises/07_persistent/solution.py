@@ -35,6 +35,7 @@ def _check_block(name: str, v: int) -> None:
         raise ValueError(f"{name} must be a positive power of two, got {v!r}")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def clamp_persistent_kernel(
     x_ptr,  # pointer to the contiguous input
@@ -57,6 +58,7 @@ def clamp_persistent_kernel(
         x = tl.load(x_ptr + offs, mask=mask).to(tl.float32)
         y = tl.minimum(tl.maximum(x, lo), hi)
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:kernel]
 
 
 def clamp_persistent(x: torch.Tensor, lo: float, hi: float, *, num_programs: int = 4,

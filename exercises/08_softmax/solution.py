@@ -31,6 +31,7 @@ def _check_tensor(name: str, t, ndim: int) -> None:
 MAX_COLS = 8192  # one tile per row, held in registers
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def softmax_kernel(
     x_ptr,  # pointer to x[0, 0]; columns are contiguous
@@ -49,11 +50,13 @@ def softmax_kernel(
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=float("-inf")).to(tl.float32)
+    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=float("-inf"))
+    x = x.to(tl.float32)
     z = x - tl.max(x, axis=0)
     num = tl.exp(z)  # exp(-inf) = 0 on the masked lanes
     y = num / tl.sum(num, axis=0)
     tl.store(y_ptr + row * stride_ym + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:kernel]
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:

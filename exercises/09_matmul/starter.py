@@ -43,6 +43,7 @@ def _check_offsets(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name} is too large for this kernel's int32 offsets")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def matmul_kernel(
     a_ptr, b_ptr, c_ptr,  # A is (M, K), B is (K, N), C is (M, N)
@@ -50,9 +51,10 @@ def matmul_kernel(
     stride_am, stride_ak,  # A[i, k] is at a_ptr + i * stride_am + k * stride_ak
     stride_bk, stride_bn,  # B[k, j] is at b_ptr + k * stride_bk + j * stride_bn
     stride_cm, stride_cn,  # C[i, j] is at c_ptr + i * stride_cm + j * stride_cn
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # powers of two, >= 16
+    # tile sizes: powers of two, >= 16
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """Write the BLOCK_M x BLOCK_N tile of C at grid position (program_id(0), program_id(1)).
+    """Write the BLOCK_M x BLOCK_N tile of C at (program_id(0), program_id(1)).
 
     Keep an fp32 accumulator; walk K in steps of BLOCK_K, loading a BLOCK_M x BLOCK_K
     tile of A and a BLOCK_K x BLOCK_N tile of B each step and adding their tl.dot.
@@ -62,6 +64,7 @@ def matmul_kernel(
     # TODO: write the kernel body (see the docstring above).
     # Until you do, the kernel changes nothing and the tests fail.
     pass
+# --8<-- [end:kernel]
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, block_m: int = 32, block_n: int = 32,

@@ -44,17 +44,19 @@ def _check_offsets(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name} is too large for this kernel's int32 offsets")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def linear_gelu_kernel(
-    x_ptr, w_ptr, bias_ptr, y_ptr,  # x is (M, K), w is (K, N), bias is (N,), y is (M, N)
+    x_ptr, w_ptr, bias_ptr, y_ptr,  # x (M, K), w (K, N), bias (N,), y (M, N)
     M, N, K,
     stride_xm, stride_xk,
     stride_wk, stride_wn,
     stride_bias,
     stride_ym, stride_yn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # powers of two, >= 16
+    # tile sizes: powers of two, >= 16
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """Write the BLOCK_M x BLOCK_N tile of y = gelu_tanh(x @ w + bias) at (program_id(0), program_id(1)).
+    """Write the tile (program_id(0), program_id(1)) of y = gelu_tanh(x @ w + bias).
 
     After the K loop, `acc` holds the fp32 tile of x @ w. The epilogue, on that tile
     before it ever reaches memory: load the tile's slice of bias (masked) and add it
@@ -76,13 +78,15 @@ def linear_gelu_kernel(
         acc = tl.dot(a, b, acc)
     # The epilogue: bias, GELU, store.
     mask_n = offs_n < N
-    bias = tl.load(bias_ptr + offs_n * stride_bias, mask=mask_n, other=0.0).to(tl.float32)
+    bias = tl.load(bias_ptr + offs_n * stride_bias, mask=mask_n, other=0.0)
+    bias = bias.to(tl.float32)
     z = acc + bias[None, :]
     u = 0.7978845608028654 * (z + 0.044715 * z * z * z)  # sqrt(2 / pi) = 0.79788...
     y = z * tl.sigmoid(2.0 * u)
     mask = (offs_m[:, None] < M) & mask_n[None, :]
     tl.store(y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn,
              y.to(y_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:kernel]
 
 
 def linear_gelu(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, block_m: int = 32, block_n: int = 32,

@@ -44,17 +44,19 @@ def _check_offsets(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name} is too large for this kernel's int32 offsets")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def linear_gelu_kernel(
-    x_ptr, w_ptr, bias_ptr, y_ptr,  # x is (M, K), w is (K, N), bias is (N,), y is (M, N)
+    x_ptr, w_ptr, bias_ptr, y_ptr,  # x (M, K), w (K, N), bias (N,), y (M, N)
     M, N, K,
     stride_xm, stride_xk,
     stride_wk, stride_wn,
     stride_bias,
     stride_ym, stride_yn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # powers of two, >= 16
+    # tile sizes: powers of two, >= 16
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """Write the BLOCK_M x BLOCK_N tile of y = gelu_tanh(x @ w + bias) at (program_id(0), program_id(1)).
+    """Write the tile (program_id(0), program_id(1)) of y = gelu_tanh(x @ w + bias).
 
     After the K loop, `acc` holds the fp32 tile of x @ w. The epilogue, on that tile
     before it ever reaches memory: load the tile's slice of bias (masked) and add it
@@ -78,6 +80,7 @@ def linear_gelu_kernel(
     # TODO: write the epilogue (see the docstring above).
     # Until you do, y is never written and the tests fail.
     pass
+# --8<-- [end:kernel]
 
 
 def linear_gelu(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, block_m: int = 32, block_n: int = 32,

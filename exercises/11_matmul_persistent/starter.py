@@ -43,6 +43,7 @@ def _check_offsets(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name} is too large for this kernel's int32 offsets")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr,  # A is (M, K), B is (K, N), C is (M, N)
@@ -50,9 +51,10 @@ def matmul_persistent_kernel(
     stride_am, stride_ak,
     stride_bk, stride_bn,
     stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # powers of two, >= 16
+    # tile sizes: powers of two, >= 16
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """Compute every BLOCK_M x BLOCK_N tile of C with a 1-D grid of P = tl.num_programs(0) programs.
+    """Compute every BLOCK_M x BLOCK_N tile of C on P = tl.num_programs(0) programs.
 
     Number the tiles row by row: tile t has row-tile t // cdiv(N, BLOCK_N) and
     column-tile t % cdiv(N, BLOCK_N). Program pid loops over t = pid, pid + P, ...
@@ -62,6 +64,7 @@ def matmul_persistent_kernel(
     # TODO: write the kernel body (see the docstring above).
     # Until you do, the kernel changes nothing and the tests fail.
     pass
+# --8<-- [end:kernel]
 
 
 def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, num_programs: int | None = None, block_m: int = 32,

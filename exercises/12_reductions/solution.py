@@ -33,6 +33,7 @@ def _check_block(name: str, v: int) -> None:
         raise ValueError(f"{name} must be a positive power of two, got {v!r}")
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def row_sum_kernel(
     x_ptr,  # pointer to x[0, 0]
@@ -56,6 +57,7 @@ def row_sum_kernel(
         x = tl.load(x_ptr + row * stride_xm + c * stride_xn, mask=c < n_cols, other=0.0)
         acc += x.to(tl.float32)
     tl.store(out_ptr + row, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
+# --8<-- [end:kernel]
 
 
 def row_sum(x: torch.Tensor, *, block_n: int = 64) -> torch.Tensor:

@@ -31,6 +31,7 @@ def _check_tensor(name: str, t, ndim: int) -> None:
 MAX_COLS = 4096  # one tile per row, held in registers
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def exclusive_cumsum_kernel(
     x_ptr,  # pointer to x[0, 0]; columns are contiguous
@@ -40,7 +41,9 @@ def exclusive_cumsum_kernel(
     stride_ym,  # elements between the starts of two rows of y
     BLOCK_N: tl.constexpr,  # lanes per tile, a power of two >= n_cols
 ):
-    """Write row `tl.program_id(0)` of the exclusive prefix sum: y[j] = sum of x[0..j-1], y[0] = 0.
+    """Write row `tl.program_id(0)` of the exclusive prefix sum.
+
+    y[j] = x[0] + ... + x[j - 1], and y[0] = 0.
 
     One program per row, the whole row in one tile. tl.cumsum gives the inclusive
     prefix sum; turn it into the exclusive one. Masked lanes must add nothing.
@@ -49,6 +52,7 @@ def exclusive_cumsum_kernel(
     # TODO: write the kernel body (see the docstring above).
     # Until you do, the kernel changes nothing and the tests fail.
     pass
+# --8<-- [end:kernel]
 
 
 def exclusive_cumsum(x: torch.Tensor) -> torch.Tensor:

@@ -40,7 +40,7 @@ def layer_norm_fwd_kernel(
     w_ptr,  # pointer to the weight, (n_cols,) contiguous
     b_ptr,  # pointer to the bias, (n_cols,) contiguous
     mean_ptr,  # pointer to the (n_rows,) fp32 means, which you write
-    rstd_ptr,  # pointer to the (n_rows,) fp32 values 1 / sqrt(var + eps), which you write
+    rstd_ptr,  # pointer to the (n_rows,) fp32 1 / sqrt(var + eps), which you write
     n_cols,  # elements per row
     stride_xm,  # elements between the starts of two rows of x
     eps,  # added to the variance
@@ -58,7 +58,8 @@ def layer_norm_fwd_kernel(
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
     mean = tl.sum(x, axis=0) / n_cols
-    xc = tl.where(mask, x - mean, 0.0)  # the masked lanes held 0, so x - mean is -mean there
+    # the masked lanes loaded 0, so x - mean is -mean there: zero them again
+    xc = tl.where(mask, x - mean, 0.0)
     var = tl.sum(xc * xc, axis=0) / n_cols
     rstd = 1.0 / tl.sqrt(var + eps)
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)

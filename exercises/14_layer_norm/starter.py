@@ -40,7 +40,7 @@ def layer_norm_fwd_kernel(
     w_ptr,  # pointer to the weight, (n_cols,) contiguous
     b_ptr,  # pointer to the bias, (n_cols,) contiguous
     mean_ptr,  # pointer to the (n_rows,) fp32 means, which you write
-    rstd_ptr,  # pointer to the (n_rows,) fp32 values 1 / sqrt(var + eps), which you write
+    rstd_ptr,  # pointer to the (n_rows,) fp32 1 / sqrt(var + eps), which you write
     n_cols,  # elements per row
     stride_xm,  # elements between the starts of two rows of x
     eps,  # added to the variance

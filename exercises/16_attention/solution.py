@@ -46,7 +46,7 @@ def attention_kernel(
     BLOCK_D: tl.constexpr,  # a power of two >= head_dim (and >= 16)
     CAUSAL: tl.constexpr,  # True: query i attends to keys 0..i only
 ):
-    """Write the BLOCK_M rows of o for query block `program_id(0)` of (batch, head) `program_id(1)`.
+    """Write query block `program_id(0)` of o for (batch, head) `program_id(1)`.
 
     One program holds its queries and all of the sequence's keys and values, so no
     loop is needed: scores s = q @ k^T * sm_scale (BLOCK_M x BLOCK_N, fp32), a row
@@ -72,11 +72,12 @@ def attention_kernel(
     if CAUSAL:
         valid = valid & (offs_n[None, :] <= offs_m[:, None])
     s = tl.where(valid, s, float("-inf"))
-    p = tl.exp(s - tl.max(s, axis=1)[:, None])  # every row has key 0, so its max is finite
+    # every row has key 0, so its maximum is finite
+    p = tl.exp(s - tl.max(s, axis=1)[:, None])
     p = p / tl.sum(p, axis=1)[:, None]
     o = tl.dot(p.to(v.dtype), v)
-    tl.store(o_ptr + base + offs_m[:, None] * head_dim + offs_d[None, :], o.to(o_ptr.dtype.element_ty),
-             mask=(offs_m[:, None] < seq_len) & mask_d)
+    tl.store(o_ptr + base + offs_m[:, None] * head_dim + offs_d[None, :],
+             o.to(o_ptr.dtype.element_ty), mask=(offs_m[:, None] < seq_len) & mask_d)
 # --8<-- [end:kernel]
 
 

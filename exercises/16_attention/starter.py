@@ -46,7 +46,7 @@ def attention_kernel(
     BLOCK_D: tl.constexpr,  # a power of two >= head_dim (and >= 16)
     CAUSAL: tl.constexpr,  # True: query i attends to keys 0..i only
 ):
-    """Write the BLOCK_M rows of o for query block `program_id(0)` of (batch, head) `program_id(1)`.
+    """Write query block `program_id(0)` of o for (batch, head) `program_id(1)`.
 
     One program holds its queries and all of the sequence's keys and values, so no
     loop is needed: scores s = q @ k^T * sm_scale (BLOCK_M x BLOCK_N, fp32), a row
