@@ -64,13 +64,16 @@ def assert_close(actual, expected, *, rtol: float | None = None, atol: float | N
 
     lines = [f"{int(wrong.sum())} of {got.numel()} elements differ (rtol={rtol:g}, atol={atol:g})"]
     unwritten = wrong & got.isnan() & ~want.isnan()
-    if unwritten.any():
+    if unwritten.all():
+        lines.append("no element was written: the output is still all NaN, as the test filled it")
+    elif unwritten.any():
         first = int(unwritten.nonzero()[0])
         lines.append(f"{int(unwritten.sum())} of them are NaN: not written by the kernel (every output "
                      f"starts as NaN), or a NaN it computed; the first at {show(first)}")
-    error = torch.where(wrong & ~got.isnan(), (got - want).abs(), -1.0).nan_to_num(nan=float("inf"))
-    if (error >= 0).any():
+    numbers = wrong & ~got.isnan()
+    if numbers.any():
+        error = torch.where(numbers, (got - want).abs(), -1.0).nan_to_num(nan=float("inf"))
         worst = int(error.argmax())
         lines.append(f"max abs error {error[worst].item():.1e} at {show(worst)}")
-    lines.append(f"first wrong at {show(int(wrong.nonzero()[0]))}")
+        lines.append(f"first wrong at {show(int(wrong.nonzero()[0]))}")
     raise AssertionError("\n".join(lines))
