@@ -2,7 +2,8 @@
 
 For each ``exercises/NN_name/`` folder, run ``pytest exercises/NN_name`` twice:
 
-* with ``EXERCISE_IMPL=solution``: every test must pass (pytest exit code 0);
+* with ``EXERCISE_IMPL=solution``: every test must pass (pytest exit code 0), with warnings
+  turned into errors (``-W error``);
 * with ``EXERCISE_IMPL=starter``: the tests must fail as tests (exit code 1, at least
   one failure, no errors), not through a collection or import error (exit code 2+).
 
@@ -39,7 +40,8 @@ def exercise_dirs(names: list[str]) -> list[Path]:
 def run_pytest(folder: Path, impl: str) -> tuple[int, str]:
     """(exit code, pytest's summary line) for one exercise and one implementation."""
     env = {**os.environ, "EXERCISE_IMPL": impl}
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore::DeprecationWarning",
+    # -W error: a warning fails the run (exercises/conftest.py silences the one Triton's interpreter gives)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error",
            "--tb=no", str(folder.relative_to(ROOT))]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)

@@ -31,9 +31,11 @@ def _check_tensor(name: str, t, ndim: int) -> None:
 MAX_COLS = 8192  # one tile per row, held in registers
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def sub_row_min_kernel(
-    x_ptr,  # pointer to x[0, 0]; rows may be padded (stride_xm >= n_cols), columns are contiguous
+    x_ptr,  # pointer to x[0, 0]; rows may be padded (stride_xm >= n_cols);
+            # columns are contiguous
     y_ptr,  # pointer to the contiguous (n_rows, n_cols) output
     n_cols,  # elements per row
     stride_xm,  # elements between the starts of two rows of x
@@ -48,9 +50,11 @@ def sub_row_min_kernel(
     row = tl.program_id(axis=0)
     cols = tl.arange(0, BLOCK_N)
     mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=float("inf")).to(tl.float32)
+    x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=float("inf"))
+    x = x.to(tl.float32)
     y = x - tl.min(x, axis=0)
     tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+# --8<-- [end:kernel]
 
 
 def sub_row_min(x: torch.Tensor) -> torch.Tensor:

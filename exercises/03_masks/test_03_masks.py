@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -13,14 +14,14 @@ TOL = {torch.float32: (1e-6, 1e-6), torch.float16: (1e-3, 1e-3), torch.bfloat16:
 def test_matches_torch(impl, device, dtype, n_cols):
     x = torch.randn(6, n_cols, device=device, dtype=dtype)
     rtol, atol = TOL[dtype]
-    torch.testing.assert_close(impl.sub_row_min(x), impl.sub_row_min_torch(x), rtol=rtol, atol=atol)
+    assert_close(impl.sub_row_min(x), impl.sub_row_min_torch(x), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("n_cols", [3, 17, 100])
 def test_all_positive_rows(impl, device, n_cols):
     """Every value above 1: a masked lane that reads as 0.0 would be taken for the minimum."""
     x = torch.rand(5, n_cols, device=device) + 1.0
-    torch.testing.assert_close(impl.sub_row_min(x), impl.sub_row_min_torch(x), rtol=0, atol=0)
+    assert_close(impl.sub_row_min(x), impl.sub_row_min_torch(x), rtol=0, atol=0)
 
 
 def test_padded_rows(impl, device):
@@ -29,7 +30,7 @@ def test_padded_rows(impl, device):
     wide[:, 37:] = -1e6  # would win the min if read
     x = wide[:, :37]
     assert not x.is_contiguous()
-    torch.testing.assert_close(impl.sub_row_min(x), impl.sub_row_min_torch(x), rtol=0, atol=0)
+    assert_close(impl.sub_row_min(x), impl.sub_row_min_torch(x), rtol=0, atol=0)
 
 
 def test_launcher_refuses_bad_input(impl, device):

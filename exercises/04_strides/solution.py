@@ -36,6 +36,7 @@ def _check_block(name: str, v: int) -> None:
 MAX_GRID_YZ = 65_535  # CUDA's limit on grid axis 1
 
 
+# --8<-- [start:kernel]
 @triton.jit
 def add_row_kernel(
     x_ptr,  # pointer to x[0, 0]
@@ -62,10 +63,13 @@ def add_row_kernel(
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask_n = offs_n < N
     mask = (offs_m[:, None] < M) & mask_n[None, :]
-    x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn, mask=mask)
+    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn
+    x = tl.load(x_ptrs, mask=mask)
     b = tl.load(b_ptr + offs_n * stride_b, mask=mask_n)
     y = x + b[None, :]
-    tl.store(y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn, y, mask=mask)
+    y_ptrs = y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :] * stride_yn
+    tl.store(y_ptrs, y, mask=mask)
+# --8<-- [end:kernel]
 
 
 def add_row(x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16, block_n: int = 32) -> torch.Tensor:

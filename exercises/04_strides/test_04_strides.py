@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
 DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
@@ -12,7 +13,7 @@ DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_ava
 def test_contiguous(impl, device, dtype, shape):
     x = torch.randn(*shape, device=device, dtype=dtype)
     b = torch.randn(shape[1], device=device, dtype=dtype)
-    torch.testing.assert_close(impl.add_row(x, b), impl.add_row_torch(x, b), rtol=0, atol=0)
+    assert_close(impl.add_row(x, b), impl.add_row_torch(x, b), rtol=0, atol=0)
 
 
 def views(device):
@@ -32,15 +33,15 @@ def test_strided_views(impl, device, name):
     b = torch.randn(2 * x.shape[1], device=device)[::2]  # b strided too
     y = impl.add_row(x, b)
     assert y.is_contiguous() and y.shape == x.shape
-    torch.testing.assert_close(y, impl.add_row_torch(x, b), rtol=0, atol=0)
+    assert_close(y, impl.add_row_torch(x, b), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("block_m, block_n", [(16, 16), (32, 64), (64, 16)])
 def test_tile_shapes(impl, device, block_m, block_n):
     x = torch.randn(50, 77, device=device).t()
     b = torch.randn(50, device=device)
-    torch.testing.assert_close(impl.add_row(x, b, block_m=block_m, block_n=block_n), impl.add_row_torch(x, b),
-                               rtol=0, atol=0)
+    assert_close(impl.add_row(x, b, block_m=block_m, block_n=block_n), impl.add_row_torch(x, b),
+                 rtol=0, atol=0)
 
 
 def test_launcher_refuses_bad_input(impl, device):
