@@ -389,7 +389,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     the notices (results older than their example, points a second run did not reproduce) on top."""
     build = _build
     data, stale, reproduction = page_inputs(build)
-    path = page.file.src_path
+    path, source = page.file.src_path, markdown
     ctx = expressions.Page(path, data, stale, reproduction, lambda: examples_table(build, path, data),
                            build.reading_order, config.get("repo_url") or "")
     benches = expressions.quoted_benches(markdown, data.specs)
@@ -411,20 +411,16 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     for block in (notice, pages.stale_notice(old) if old else ""):
         if block:
             markdown = pages.insert_after_title(markdown, block)
-    check_teaching(path, markdown)
+    check_teaching(path, markdown, source)
     return markdown
 
 
 # A teaching page (scripts/teaching.py) that names the project's history or runs past its word
-# limit fails the build, naming the page and the line. Off until every teaching page is clean.
-ENFORCE_TEACHING = False
-
-
-def check_teaching(path: str, markdown: str, enforce: bool | None = None) -> None:
-    """Raise PluginError with every problem ``teaching.problems`` finds in a page's rendered
-    Markdown, when enforcing (``enforce``, else ``ENFORCE_TEACHING``)."""
-    if not (ENFORCE_TEACHING if enforce is None else enforce):
-        return
-    found = teaching.problems(path, markdown)
+# limit fails the build, naming the page and the line.
+def check_teaching(path: str, rendered: str, source: str | None = None) -> None:
+    """Raise PluginError with every problem ``teaching.problems`` finds: history in the page's rendered
+    Markdown (what a reader sees, expressions included), prose words in its source (``source``; a
+    rendered table of numbers is not prose)."""
+    found = teaching.problems(path, rendered, source)
     if found:
         raise PluginError("teaching page " + path + ":\n  " + "\n  ".join(found))

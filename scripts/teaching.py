@@ -74,14 +74,15 @@ def word_limit(rel: str) -> int | None:
     return next((n for prefix, n in WORD_LIMITS.items() if rel.startswith(prefix)), None)
 
 
-def problems(rel: str, markdown: str) -> list[str]:
-    """What is wrong with a teaching page's Markdown (empty for a page that is not one)."""
+def problems(rel: str, markdown: str, source: str | None = None) -> list[str]:
+    """What is wrong with a teaching page (empty for a page that is not one): history in ``markdown``,
+    and prose words in ``source`` (the page as written; default ``markdown``)."""
     if not is_teaching(rel):
         return []
     out = [f"{rel}:{line}: {what} ({hit!r}): move it to the Benchmarks pages"
            for what, hit, line in history_references(markdown)]
     limit = word_limit(rel)
-    if limit is not None and (n := prose_words(markdown)) > limit:
+    if limit is not None and (n := prose_words(markdown if source is None else source)) > limit:
         out.append(f"{rel}: {n} words of prose, over the {limit} a page of this section may hold")
     return out
 

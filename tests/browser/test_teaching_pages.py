@@ -84,28 +84,26 @@ def test_teaching_page_source_is_clean(rel):
 
 
 def test_the_build_fails_on_a_teaching_page_with_history():
-    """scripts/hooks.py: with the check on, a teaching page that names a run fails the build,
-    naming the page and the line; a Benchmarks page may, and with the check off nothing fails."""
+    """scripts/hooks.py: a teaching page that names a run fails the build, naming the page and the
+    line; a Benchmarks page may."""
     page = "# Softmax\n\nIt was slower.\n\nOn the H200 (run24, 2026-12-01) it reached 90%.\n"
     with pytest.raises(PluginError) as err:
-        hooks.check_teaching("kernels/softmax.md", page, enforce=True)
+        hooks.check_teaching("kernels/softmax.md", page)
     assert "kernels/softmax.md:5" in str(err.value) and "run" in str(err.value)
-    hooks.check_teaching("benchmarks/softmax.md", page, enforce=True)  # not a teaching page
-    hooks.check_teaching("kernels/softmax.md", page, enforce=False)
-    hooks.check_teaching("kernels/softmax.md", "# Softmax\n\nShort and clean.\n", enforce=True)
+    hooks.check_teaching("benchmarks/softmax.md", page)  # not a teaching page
+    hooks.check_teaching("kernels/softmax.md", "# Softmax\n\nShort and clean.\n")
 
 
 def test_the_build_fails_on_a_teaching_page_over_its_word_limit():
     page = "# A chapter\n\n" + "word " * (teaching.WORD_LIMITS["guide/"] + 1) + "\n"
     with pytest.raises(PluginError, match="guide/masks.md"):
-        hooks.check_teaching("guide/masks.md", page, enforce=True)
+        hooks.check_teaching("guide/masks.md", page)
 
 
-def test_the_build_check_follows_enforce_teaching(monkeypatch):
-    """Without an explicit ``enforce``, the module constant decides (on_page_markdown's call)."""
-    page = "# Softmax\n\nSee issue 12.\n"
-    monkeypatch.setattr(hooks, "ENFORCE_TEACHING", True)
-    with pytest.raises(PluginError):
-        hooks.check_teaching("kernels/softmax.md", page)
-    monkeypatch.setattr(hooks, "ENFORCE_TEACHING", False)
-    hooks.check_teaching("kernels/softmax.md", page)
+def test_the_word_limit_counts_the_source_not_the_rendered_tables():
+    """A `{{ bench targets }}` that renders a big table of numbers is one word of prose."""
+    source = "# A chapter\n\n" + "word " * 100 + "\n\n{{ bench targets softmax }}\n"
+    rendered = source.replace("{{ bench targets softmax }}", "| a | b |\n| --- | --- |\n" + "| 1.0 | 2.0 |\n" * 2000)
+    hooks.check_teaching("guide/masks.md", rendered, source)
+    with pytest.raises(PluginError, match="words of prose"):
+        hooks.check_teaching("guide/masks.md", rendered)
