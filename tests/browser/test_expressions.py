@@ -54,7 +54,7 @@ def test_errors_name_the_page_the_line_and_the_expression(page, text, words):
 def test_every_kind_is_declared_once_with_its_help():
     names = [(k.top, k.name) for k in expressions.GRAMMAR]
     assert len(names) == len(set(names))
-    assert set(expressions.TOP) == {"bench", "examples", "verified", "schedule"}
+    assert set(expressions.TOP) == {"bench", "examples", "verified", "schedule", "repo"}
     assert all(k.help and all(a.help for a in k.args) for k in expressions.GRAMMAR)
 
 
