@@ -26,7 +26,8 @@ measures the ceilings of this GPU (device-to-device copy, cuBLAS fp16/bf16 at
   ``host_bound`` on the do_bench row (see ``results.is_host_bound``). A spec's
   ``"cudagraph": True`` only asks its plot to draw the CUDA-graph series too; a spec's
   ``"cudagraph_timing": False`` (or ``--no-graph REGEX``) means no CUDA-graph capture is
-  even tried for that bench (an autograd backward cannot be captured, and a failed capture
+  even tried for that bench (this harness does not capture backward passes: the autograd engine
+  ran them outside its capture; and a failed capture
   breaks the CUDA RNG for every later point).
 * ``"metric": "us"`` benches are host wall-clock costs per call (``timing=host_wall``).
 
@@ -507,8 +508,8 @@ def main(argv=None) -> int:
             else:
                 _, source_dirty = git_state(EXAMPLES / f"{name}.py")  # False: git_commit holds this exact file
                 skipped = [s["name"] for s in load_example(name).BENCHMARKS if no_graph_timing(s, tuple(args.no_graph))]
-                how = (f"; no CUDA-graph timing for {skipped} (spec cudagraph_timing False or --no-graph: an autograd "
-                       "backward cannot be captured)" if skipped else "")
+                how = (f"; no CUDA-graph timing for {skipped} (spec cudagraph_timing False or --no-graph: this "
+                       "harness does not capture backward passes)" if skipped else "")
                 write_results(args.out / gpu_slug(meta["gpu"]), name, rows,
                               {**meta, "method": meta["method"] + how, "date": date, "source_sha256": source_sha256,
                                "code_sha256": code_sha256, "peers": peers, "source_dirty": source_dirty})
