@@ -139,6 +139,7 @@ def layer_norm_bwd_kernel(
     stride_xm,  # row stride of x
     stride_dxm,  # row stride of dx
     BLOCK_N: tl.constexpr,  # a power of two >= N
+    NUM_STAGES: tl.constexpr,  # rows whose loads are in flight at once
 ):
     group = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
@@ -146,7 +147,7 @@ def layer_norm_bwd_kernel(
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK_N], dtype=tl.float32)
-    for i in range(group, n_rows, tl.num_programs(0)):  # (1)!
+    for i in tl.range(group, n_rows, tl.num_programs(0), num_stages=NUM_STAGES):  # (1)!
         row = tl.cast(i, tl.int64)  # int64 before the multiply by a stride
         x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
@@ -185,12 +186,13 @@ def layer_norm_dwdb_kernel(
     n_cols,  # N
     BLOCK_G: tl.constexpr,  # partial rows per step
     BLOCK_COLS: tl.constexpr,  # columns per program
+    NUM_STAGES: tl.constexpr,  # partial-row tiles in flight at once
 ):
     cols = tl.program_id(0) * BLOCK_COLS + tl.arange(0, BLOCK_COLS)
     col_mask = cols < n_cols
     dw = tl.zeros([BLOCK_G, BLOCK_COLS], dtype=tl.float32)
     db = tl.zeros([BLOCK_G, BLOCK_COLS], dtype=tl.float32)
-    for g0 in range(0, n_groups, BLOCK_G):
+    for g0 in tl.range(0, n_groups, BLOCK_G, num_stages=NUM_STAGES):
         groups = g0 + tl.arange(0, BLOCK_G)
         mask = (groups < n_groups)[:, None] & col_mask[None, :]
         offs = groups.to(tl.int64)[:, None] * n_cols + cols[None, :]  # past 2**31 partial elements
@@ -218,7 +220,6 @@ def layer_norm_dwdb_kernel(
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_N = 32768  # (1)!
 INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
-REDUCE_BLOCK_G, REDUCE_BLOCK_COLS = 64, 32  # stage 2's tile: 64 partial rows x 32 columns (128 bytes of fp32)
 
 
 def _num_warps(block_n: int) -> int:
@@ -233,16 +234,36 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _bwd_num_warps(block_n: int) -> int:
-    """Stage 1's warps: the forward's rule, but 8 at 16384, where every count spills and 8 was fastest."""
-    return 8 if block_n == 16384 else _num_warps(block_n)
+def _bwd_settings(block_n: int) -> tuple[int, int, int]:
+    """Stage 1's (warps, programs per SM, pipeline stages), the fastest measured on the H200: the
+    shorter the row, the more programs share an SM. At 16384 every setting spills; pipelining
+    does not pay there."""
+    if block_n <= 1024:
+        return 4, 8, 3
+    if block_n <= 2048:
+        return 8, 4, 3
+    if block_n <= 4096:
+        return 8, 2, 3
+    if block_n <= 8192:
+        return 8, 1, 3
+    return (8, 1, 1) if block_n == 16384 else (32, 1, 1)
+
+
+def _reduce_tile(block_n: int) -> tuple[int, int, int, int]:
+    """Stage 2's (partial rows per step, columns per program, warps, stages): many programs over
+    narrow columns when there are many partial rows (short rows), the 128-byte tile pipelined
+    otherwise."""
+    if block_n <= 1024:
+        return 256, 8, 8, 1
+    if block_n <= 2048:
+        return 256, 16, 8, 1
+    return 64, 32, 4, 3
 
 
 def _num_groups(n_rows: int, block_n: int, device: torch.device) -> int:
-    """Stage 1's grid, programs per SM as measured fastest on the H200: 8 up to 1024 columns, 4 up to 4096,
-    1 beyond; at most one per row. n_rows >= 1; under torch.compile with dynamic shapes it is a
-    torch.SymInt, and so is the result."""
-    per_sm = 8 if block_n <= 1024 else 4 if block_n <= 4096 else 1  # (2)!
+    """Stage 1's grid: `_bwd_settings`' programs per SM, at most one per row. n_rows >= 1; under
+    torch.compile with dynamic shapes it is a torch.SymInt, and so is the result."""
+    per_sm = _bwd_settings(block_n)[1]  # (2)!
     return torch.sym_min(n_rows, _sm_count(device) * per_sm)
 
 
@@ -354,13 +375,17 @@ def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean
         groups = torch.sym_min(num_groups, n_rows)  # a group with no rows would only add zeros
     dw_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)  # (4)!
     db_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)
+    warps, _, stages = _bwd_settings(block_n)
     _launcher(layer_norm_bwd_kernel, wrap)[(groups,)](
         dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,
-        n_rows, n_cols, dy2.stride(0), x2.stride(0), n_cols, BLOCK_N=block_n, num_warps=_bwd_num_warps(block_n))
+        n_rows, n_cols, dy2.stride(0), x2.stride(0), n_cols,
+        BLOCK_N=block_n, NUM_STAGES=stages, num_warps=warps)
     dw = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
     db = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
-    _launcher(layer_norm_dwdb_kernel, wrap)[(triton.cdiv(n_cols, REDUCE_BLOCK_COLS),)](
-        dw_part, db_part, dw, db, groups, n_cols, BLOCK_G=REDUCE_BLOCK_G, BLOCK_COLS=REDUCE_BLOCK_COLS)
+    block_g, block_cols, warps, stages = _reduce_tile(block_n)
+    _launcher(layer_norm_dwdb_kernel, wrap)[(triton.cdiv(n_cols, block_cols),)](
+        dw_part, db_part, dw, db, groups, n_cols,
+        BLOCK_G=block_g, BLOCK_COLS=block_cols, NUM_STAGES=stages, num_warps=warps)
     return dx, dw, db
 # --8<-- [end:launcher]
 

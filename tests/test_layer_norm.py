@@ -193,7 +193,7 @@ def test_parallel_dw_db_reduction(num_groups):
 
 def test_stage_two_walks_several_tiles_of_partial_rows():
     # more groups than stage 2's BLOCK_G: its loop over partial rows runs three times, the last one ragged
-    m = 2 * ex.REDUCE_BLOCK_G + 5
+    m = 2 * ex._reduce_tile(32)[0] + 5
     x, w, b = inputs((m, 20))
     dy = torch.randn_like(x)
     _, mean, rstd = ex.layer_norm_fwd(x, w, b)
@@ -228,10 +228,11 @@ def test_kernels_write_every_element_of_poisoned_outputs():
     dy = torch.randn_like(x)
     dx, dw_part, db_part = torch.full_like(x, NAN), torch.full((4, 100), NAN), torch.full((4, 100), NAN)
     dw_part, db_part = dw_part.to(DEVICE), db_part.to(DEVICE)
-    ex.layer_norm_bwd_kernel[(4,)](dy, x, w, mean, rstd, dx, dw_part, db_part, 6, 100, 100, 100, 100, BLOCK_N=128)
+    ex.layer_norm_bwd_kernel[(4,)](dy, x, w, mean, rstd, dx, dw_part, db_part, 6, 100, 100, 100, 100, BLOCK_N=128,
+                                   NUM_STAGES=3)
     assert not dx.isnan().any() and not dw_part.isnan().any() and not db_part.isnan().any()
     dw, db = torch.full_like(w, NAN), torch.full_like(b, NAN)
-    ex.layer_norm_dwdb_kernel[(4,)](dw_part, db_part, dw, db, 4, 100, BLOCK_G=2, BLOCK_COLS=32)
+    ex.layer_norm_dwdb_kernel[(4,)](dw_part, db_part, dw, db, 4, 100, BLOCK_G=2, BLOCK_COLS=32, NUM_STAGES=3)
     assert_grads((dx, dw, db), ref_grads(dy, x, w, b), **FP32)
 
 
@@ -361,11 +362,13 @@ def test_eager_calls_launch_directly_and_the_operator_through_wrap_triton(monkey
 
 def test_launch_settings():
     assert [ex._num_warps(n) for n in (1, 1024, 2048, 4096, 8192, 16384, 32768)] == [4, 4, 4, 8, 8, 16, 32]
-    assert [ex._bwd_num_warps(n) for n in (1024, 8192, 16384, 32768)] == [4, 8, 8, 32]
-    # programs per SM as measured fastest on the H200 (run25's probe): 8, 4, then 1; never more than rows
+    # stage 1's (warps, programs per SM, stages) as measured fastest on the H200; never more programs than rows
+    assert [ex._bwd_settings(n) for n in (512, 1024, 2048, 4096, 8192, 16384, 32768)] == [
+        (4, 8, 3), (4, 8, 3), (8, 4, 3), (8, 2, 3), (8, 1, 3), (8, 1, 1), (32, 1, 1)]
     sms = ex._sm_count(torch.device("cpu"))
     assert [ex._num_groups(10**6, n, torch.device("cpu")) for n in (512, 1024, 2048, 4096, 8192, 16384, 32768)] == [
-        8 * sms, 8 * sms, 4 * sms, 4 * sms, sms, sms, sms]
+        8 * sms, 8 * sms, 4 * sms, 2 * sms, sms, sms, sms]
+    assert [ex._reduce_tile(n) for n in (1024, 2048, 4096)] == [(256, 8, 8, 1), (256, 16, 8, 1), (64, 32, 4, 3)]
     few = ex._num_groups(3, 1024, torch.device("cpu"))
     assert few == 3 and type(few) is int  # torch.sym_min of two ints is an int
 
