@@ -618,8 +618,9 @@ BENCHMARKS = [
         "ceiling": "copy",
         "args": {"dtype": {"fp16": "float16", "bf16": "bfloat16"}[dt], "elements": 2**26, "backward": pass_ == "bwd"},
         "targets": [  # speed targets (scripts/targets.py), judged on do_bench; the CUDA-graph figure beside
-            {"kind": "ceiling", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ 90% of copy",
-             "min": 0.90, "kernel_alone": True},
+            {"kind": "ceiling", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ "
+                                         f"{90 if pass_ == 'fwd' else 80}% of copy",
+             "min": 0.90 if pass_ == "fwd" else 0.80, "kernel_alone": True},
             {"kind": "peers", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ faster of "
                                        "torch, torch.compile",
              "min": 1.0, "peers": ["torch", "torch.compile"], "kernel_alone": True},
