@@ -386,17 +386,23 @@ def write_outputs(record: dict, outputs: dict[str, str], directory: Path, previo
 
 def outputs_from_logs(logs: Path, record_path: Path) -> Path:
     """Write the outputs file of an existing record from the logs of the run that wrote it (refused when
-    the logs' summary names another GPU, other versions or other seeds)."""
+    the logs' summary names another GPU, other versions or other seeds). For a record whose last run is
+    partial (``--changed``), the examples that run printed replace theirs in the outputs file beside it."""
     record = json.loads(Path(record_path).read_text())
+    run = record["partial"][-1] if record.get("partial") else record
     summary = json.loads((Path(logs) / "summary.json").read_text())
     info = summary.get("info", {})
     wrong = [key for key in ("gpu", "driver", "python", "torch", "triton") if info.get(key) != record.get(key)]
-    if summary.get("seeds") != record.get("seeds"):
+    if summary.get("seeds") != run.get("seeds"):
         wrong.append("seeds")
     if wrong:
         raise ValueError(f"{logs} is not the run of {record_path}: {', '.join(wrong)} differ")
-    names = [k.removeprefix("examples/").removesuffix(".py") for k in record["files"] if k.startswith("examples/")]
-    return write_outputs(record, example_outputs(Path(logs), names), Path(record_path).parent)
+    folder = Path(record_path).parent
+    names = [k.removeprefix("examples/").removesuffix(".py") for k in run["files"] if k.startswith("examples/")]
+    if run is record:
+        return write_outputs(record, example_outputs(Path(logs), names), folder)
+    return write_outputs(record, example_outputs(Path(logs), names), folder,
+                         previous=folder / OUTPUTS / Path(record_path).name, date=run["date"])
 
 
 def summary_table(steps: list[Step], record_line: str) -> str:
