@@ -54,18 +54,15 @@ def history_references(text: str) -> list[tuple[str, str, int]]:
     return sorted(out, key=lambda hit: hit[2])
 
 
-_FENCE = re.compile(r"^(\s*)(```|~~~).*?^\1\2\s*$", re.S | re.M)
+_FENCE = re.compile(r"```.*?```", re.S)
 _EXPR = re.compile(r"\{\{.*?\}\}", re.S)
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
 
 
 def prose_words(markdown: str) -> int:
-    """Words of prose: fenced code blocks, HTML comments and snippet lines dropped, each
-    ``{{ ... }}`` expression one word."""
-    text = _FENCE.sub("", markdown)
-    text = _COMMENT.sub("", text)
-    text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("--8<--"))
-    return len(_EXPR.sub("N", text).split())
+    """Words of prose: fenced code blocks dropped, each ``{{ ... }}`` expression one word (the
+    same count as the project's before-stop hook, which also counts HTML comments and include
+    lines outside fences)."""
+    return len(_EXPR.sub("N", _FENCE.sub("", markdown)).split())
 
 
 def word_limit(rel: str) -> int | None:
