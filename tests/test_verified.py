@@ -444,6 +444,34 @@ def test_main_changed_adds_a_partial_run_to_the_record(fake_machine, tmp_path, m
     assert "nothing changed" in capsys.readouterr().out
 
 
+def test_outputs_from_the_logs_of_a_partial_run_keep_the_other_examples(tmp_path):
+    """--outputs-from on a record whose last run is partial: the examples it ran replace theirs in the
+    outputs file beside the record, dated by that run; the others stay as the full run printed them."""
+    files = {"examples/a.py": "1" * 64, "examples/b.py": "2" * 64, "tests/test_a.py": "3" * 64}
+    part = {"date": "2026-12-03T10:39:48+00:00", "seeds": [7], "changed": ["examples/b.py"],
+            "files": {"examples/b.py": "9" * 64}, "removed": [], "steps": [], "failed": 0}
+    record = _record(files, partial=[part])
+    record_path = tmp_path / "h200.json"
+    record_path.write_text(json.dumps(record))
+    (tmp_path / gpu_check.OUTPUTS).mkdir()
+    (tmp_path / gpu_check.OUTPUTS / "h200.json").write_text(json.dumps({
+        "gpu": "NVIDIA H200", "record_date": record["date"], "seeds": [1],
+        "examples": {"a": {"sha256": "1" * 64, "output": "a printed\n"},
+                     "b": {"sha256": "2" * 64, "output": "old b\n"}}}))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    info = {k: GPU[k] for k in ("gpu", "driver", "python", "torch", "triton")}
+    (logs / "summary.json").write_text(json.dumps({"info": info, "seeds": [7]}))
+    (logs / "example_b.txt").write_text("$ python examples/b.py\nnew b\n")
+    gpu_check.outputs_from_logs(logs, record_path)
+    out = json.loads((tmp_path / gpu_check.OUTPUTS / "h200.json").read_text())["examples"]
+    assert out["b"] == {"sha256": "9" * 64, "output": "new b\n", "date": part["date"]}
+    assert out["a"]["output"] == "a printed\n" and out["a"]["date"] == record["date"]
+    (logs / "summary.json").write_text(json.dumps({"info": info, "seeds": [8]}))  # another run's logs
+    with pytest.raises(ValueError, match="seeds"):
+        gpu_check.outputs_from_logs(logs, record_path)
+
+
 def test_main_changed_runs_everything_without_a_record(fake_machine, tmp_path):
     run, calls = fake_machine
     assert run("--changed", "--base", str(tmp_path / "missing.json")) == 0
