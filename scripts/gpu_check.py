@@ -514,6 +514,8 @@ def plan_changed(base_path: Path, info: dict, current: dict[str, str], root: Pat
         return Plan(f"{scope.reason}: a full run")
     if scope.empty and not diff["removed"]:
         return Plan(f"nothing changed since {base_path.name}: nothing to run", base, base_path, scope)
+    if scope.empty:  # a partial run must re-verify something; removals alone ask for a new record
+        return Plan(f"only removals since {base_path.name} ({', '.join(diff['removed'])}): a full run")
     return Plan(f"{_plural(len(changed), 'file')} changed since {base_path.name} ({', '.join(changed) or 'none'}"
                 + (f"; removed: {', '.join(diff['removed'])}" if diff["removed"] else "")
                 + f"): re-verifying {_plural(len(scope.tests), 'test file')}, "
