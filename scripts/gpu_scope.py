@@ -12,8 +12,9 @@ code-block plugin). When some of them change, ``scope`` says what exercises them
 * ``scripts/codeblocks.py``: every page's code blocks;
 * a ``conftest.py``: everything (it shapes every test).
 
-Imports are read with ``ast`` (top-level names only); a test that names ``examples`` in a glob or
-walks the folder counts as depending on every example. Pages are read for
+Imports are read with ``ast`` (top-level names only); a test that joins a path with the
+``"examples"`` folder, walks it, names an ``EXAMPLES`` constant or imports by name (``__import__``)
+counts as depending on every example. Pages are read for
 ``examples/<name>.py``. Nothing here needs a GPU: ``tests/test_verified.py`` checks it on the CPU.
 """
 
@@ -29,8 +30,8 @@ EVERYTHING = ("conftest.py", "tests/conftest.py")  # shape every test: a change 
 CODEBLOCKS = "scripts/codeblocks.py"
 PROPERTY_PREFIX = "tests/test_properties_"
 # A test that walks the examples folder, or every example's source, depends on each example.
-WALKS_EXAMPLES = re.compile(r"""(?:["']examples["']\s*\)?\s*[./]\s*(?:glob|iterdir|rglob))|examples/\*\.py"""
-                            r"""|EXAMPLES(?:_DIR)?\b""")
+WALKS_EXAMPLES = re.compile(r"""/\s*["']examples["']|["']examples["']\s*\)?\s*[./]\s*(?:glob|iterdir|rglob)"""
+                            r"""|examples/\*\.py|EXAMPLES(?:_DIR)?\b|__import__\(""")
 PAGE_EXAMPLE = re.compile(r"examples/([A-Za-z0-9_]+)\.py")
 
 
