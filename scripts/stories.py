@@ -66,6 +66,7 @@ def path_of(story: str, data: results.Results | None = None, plotted: set[str] |
     plotted = plotted_benches() if plotted is None else plotted
     benches = sorted({r["bench"] for r in data.rows if r["example"] == story})
     exercise = EXERCISE.get(story, "")
+    result = f"benchmarks/results/{results.GPU_DIR}/{story}.csv"
     return {
         "page": ", ".join(teaching_pages(story)),
         "test": f"tests/test_{story}.py" if (ROOT / "tests" / f"test_{story}.py").is_file() else "",
@@ -73,8 +74,7 @@ def path_of(story: str, data: results.Results | None = None, plotted: set[str] |
         # the example's BENCHMARKS today (moving to benchmarks/cases/<story>.py)
         "case": f"examples/{story}.py: BENCHMARKS" if "\nBENCHMARKS = " in
         (ROOT / "examples" / f"{story}.py").read_text() else "",
-        "result": next((f"benchmarks/results/{results.GPU_DIR}/{story}.csv" for _ in [0]
-                        if (ROOT / "benchmarks" / "results" / results.GPU_DIR / f"{story}.csv").is_file()), ""),
+        "result": result if (ROOT / result).is_file() else "",
         "plot": ", ".join(b for b in benches if b in plotted),
     }
 
