@@ -16,7 +16,7 @@ dispatches to a script that does the work and knows nothing of MkDocs:
   an unknown or missing result fails the build, naming the page and line), add the numbers under
   each plot and the notices on top (``scripts/pages.py``).
 * ``on_page_markdown`` also checks a teaching page against ``scripts/teaching.py`` (history
-  references, prose words) once ``ENFORCE_TEACHING`` is on.
+  references in the rendered page, prose words in its source) and fails the build on a problem.
 * ``on_page_content``: a notebook page links its stylesheets instead of inlining them, takes its
   title and table of contents from its own headings (code text kept), and gets its download
   link; generated data tables and code blocks leave the search index, and highlighted code
