@@ -62,6 +62,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from scripts import gpu_scope
 from scripts.results import example_files
 from scripts.verified import (
     OUTPUTS,
@@ -497,8 +498,6 @@ class Plan:
 
 def plan_changed(base_path: Path, info: dict, current: dict[str, str], root: Path | None = None) -> Plan:
     """Compare the covered files with a record: what a partial run must re-verify, or why a full one is due."""
-    from scripts import gpu_scope
-
     base_path = Path(base_path)
     if not base_path.is_file():
         return Plan(f"no record at {base_path}: a full run")
@@ -533,24 +532,32 @@ def pick_seeds(given: list[int], runs: int) -> list[int]:
     return seeds
 
 
-def run_scope(scope, seed: int, args, logs: Path, env: dict, budget: Budget, report) -> None:
-    """The four steps of a partial run, each limited to ``scope``; a step with nothing to run is absent."""
-    def absent(name: str, kind: str, what: str) -> None:
-        report(Step(name, kind, status="absent", seed=seed if kind == "tests" else None,
-                    note=f"no {what} touches the changed files"))
+def run_steps(scope, seeds: list[int], args, logs: Path, env: dict, budget: Budget, report,
+              full: bool = False) -> None:
+    """The four steps over ``scope`` (a ``gpu_scope.Scope``: all of it for a full run, what the changed
+    files touch for a partial one): the tests once per seed, then, unless ``--tests-only``, the pages'
+    code blocks, the examples and the property tests (the first seed's order). A step with nothing to
+    run is reported absent, except the examples of a ``full`` run: none there is a failure."""
+    def absent(name: str, kind: str, what: str, seed: int | None = None) -> None:
+        report(Step(name, kind, status="absent", seed=seed,
+                    note=f"no {what} exists" if full else f"no {what} touches the changed files"))
 
-    if scope.tests:
-        report(run_pytest(Step(f"tests (seed {seed})", "tests", seed=seed),
-                          ["-n", str(args.workers), *scope.tests, f"--randomly-seed={seed}"],
-                          logs, env, budget.cap(args.suite_timeout), args.python))
-    else:
-        absent(f"tests (seed {seed})", "tests", "test")
+    for seed in seeds:
+        if scope.tests:
+            report(run_pytest(Step(f"tests (seed {seed})", "tests", seed=seed),
+                              ["-n", str(args.workers), *scope.tests, f"--randomly-seed={seed}"],
+                              logs, env, budget.cap(args.suite_timeout), args.python))
+        else:
+            absent(f"tests (seed {seed})", "tests", "test", seed)
+    if args.tests_only:
+        return
+    seed = seeds[0]
     if scope.pages:
         report(run_pytest(Step("codeblocks", "codeblocks"), ["-n", str(args.workers), "--codeblocks", *scope.pages],
                           logs, env, budget.cap(args.suite_timeout), args.python))
     else:
         absent("codeblocks", "codeblocks", "page")
-    if scope.examples:
+    if scope.examples or full:
         report(run_examples(scope.examples, logs, env, args.example_timeout, args.example_jobs, args.python, budget))
     else:
         absent("examples", "examples", "example")
@@ -647,26 +654,13 @@ def main(argv=None) -> int:
               flush=True)
 
     if plan is not None:
-        run_scope(plan.scope, seeds[0], args, logs, env, budget, report)
-    suite = args.suite or ["tests"]
-    properties = [] if plan is not None else property_files()
-    ignore = ["--ignore=tests/browser"] + ([f"--ignore-glob={PROPERTIES}"] if properties else [])
-    for seed in seeds if plan is None else []:
-        report(run_pytest(Step(f"tests (seed {seed})", "tests", seed=seed),
-                          ["-n", str(args.workers), *suite, *ignore, f"--randomly-seed={seed}"],
-                          logs, env, budget.cap(args.suite_timeout), args.python))
-    if not args.tests_only and plan is None:
-        report(run_pytest(Step("codeblocks", "codeblocks"),
-                          ["-n", str(args.workers), "--codeblocks", *(args.docs or ["docs/"])],
-                          logs, env, budget.cap(args.suite_timeout), args.python))
-        report(run_examples(names, logs, env, args.example_timeout, args.example_jobs, args.python, budget))
-        if properties:
-            report(run_pytest(Step("properties (gpu profile)", "properties", seed=seeds[0]),
-                              ["-n", str(args.workers), *properties, f"--randomly-seed={seeds[0]}"],
-                              logs, dict(env, HYPOTHESIS_PROFILE="gpu"), budget.cap(args.suite_timeout), args.python))
-        else:
-            report(Step("properties (gpu profile)", "properties", status="absent",
-                        note=f"no {PROPERTIES}: nothing to run"))
+        run_steps(plan.scope, seeds[:1], args, logs, env, budget, report)
+    else:  # everything: the suite (without the browser tests and the property files, run on their own)
+        properties = property_files()
+        ignore = ["--ignore=tests/browser"] + ([f"--ignore-glob={PROPERTIES}"] if properties else [])
+        everything = gpu_scope.Scope(tests=[*(args.suite or ["tests"]), *ignore], properties=properties,
+                                     pages=args.docs or ["docs/"], examples=names)
+        run_steps(everything, seeds, args, logs, env, budget, report, full=True)
 
     files_after = file_hashes()
     reasons = refusal_reasons(info, steps, runs=len([st for st in steps if st.kind == "tests"]), limits=limits,
