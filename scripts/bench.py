@@ -1,4 +1,4 @@
-"""Run the examples' benchmark specs and write tidy result files.
+"""Run the stories' benchmark cases and write tidy result files.
 
 On a CUDA machine::
 
@@ -7,8 +7,10 @@ On a CUDA machine::
     python -m scripts.bench --all --passes 5         # more passes per point (default 3)
 
 measures the ceilings of this GPU (device-to-device copy, cuBLAS fp16/bf16 at
-8192^3) and then, for each example, every (bench, x, provider) point of its
-``BENCHMARKS``:
+8192^3) and then, for each story, every (bench, x, provider) point of the
+``BENCHMARKS`` of its case file, ``benchmarks/cases/<story>.py`` (which imports the
+kernels from ``examples/<story>.py``; its ``bench_case`` builds one point's inputs
+and callable; an optional ``measure_rows`` adds rows it times itself):
 
 * For each x, every provider's case is built and its output checked against the
   reference before anything is timed; a provider that fails the check is not
@@ -31,15 +33,15 @@ measures the ceilings of this GPU (device-to-device copy, cuBLAS fp16/bf16 at
   breaks the CUDA RNG for every later point).
 * ``"metric": "us"`` benches are host wall-clock costs per call (``timing=host_wall``).
 
-Results go to ``benchmarks/results/<gpu>/<example>.csv`` with a ``<example>.meta.json``
+Results go to ``benchmarks/results/<gpu>/<story>.csv`` with a ``<story>.meta.json``
 holding the GPU, versions, date, method, the ceilings measured in the same run, how each
-provider was built (``peers``), the sha256 of the example file measured (``source_sha256``),
-of its measured code (``code_sha256``: the file less its specs' titles, targets and
-cudagraph_timing, see ``results.measured_code``) and the git commit.
-An example's files are replaced whole.
+provider was built (``peers``), the sha256 of the two files measured (``sources``: the
+example and its case file), of their measured code (``code_sha256``: comments and
+docstrings left out, see ``results.measured_code``) and the git commit. Titles and targets
+are not here: ``benchmarks/presentation.yml``. A story's files are replaced whole.
 
 Without a GPU (CI), ``--tiny`` runs the same code path under Triton's
-interpreter at the examples' ``tiny_x_vals``: every check, no timing, no files
+interpreter at the cases' ``tiny_x_vals``: every check, no timing, no files
 (a ``torch.compile`` peer is checked uncompiled: Inductor on a CPU builds C++).
 """
 
@@ -49,7 +51,7 @@ import argparse
 import csv
 import datetime as dt
 import hashlib
-import importlib.util
+import importlib
 import json
 import os
 import platform
@@ -94,6 +96,7 @@ def method(passes: int) -> str:
 
 
 def example_names() -> list[str]:
+    """The stories: every example (each has a case file, ``benchmarks/cases/<story>.py``)."""
     return [p.stem for p in results.example_files(EXAMPLES)]
 
 
@@ -120,7 +123,7 @@ def git_state(path: Path | None = None) -> tuple[str, bool | None]:
     gets the working tree without its .git (benchmarks/gpu_background.sh passes the commit it was
     started from), and any .git found there is a leftover of an older copy."""
     if os.environ.get("BENCH_GIT_COMMIT"):
-        return os.environ["BENCH_GIT_COMMIT"], None  # whether a file differs is then unknown: source_sha256 says
+        return os.environ["BENCH_GIT_COMMIT"], None  # whether a file differs is then unknown: the sources' sha256 say
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                                 timeout=20, check=True).stdout.strip()
@@ -287,19 +290,11 @@ def build_fn(case: dict):
     return (lambda: compiled(*inputs)), how
 
 
-def load_example(name: str):
-    """Import examples/<name>.py as the module `name` (the examples are files, not a package);
-    an example imported before (by a test, say) is reused."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod
+def load_case(name: str):
+    """Import ``benchmarks/cases/<name>.py``, the benchmark of the story ``name`` (importing the
+    ``benchmarks.cases`` package puts examples/ on sys.path, so the case imports its example as
+    the module ``name``, the same module the tests import)."""
+    return importlib.import_module(f"benchmarks.cases.{name}")
 
 
 def no_graph_timing(spec: dict, no_graph: tuple[str, ...] = ()) -> bool:
@@ -316,10 +311,15 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
     how it was built) when given."""
     import torch
 
-    mod = load_example(name)
+    try:
+        mod = load_case(name)
+    except ModuleNotFoundError as err:
+        if err.name != f"benchmarks.cases.{name}":
+            raise
+        return [], [f"{name}: no benchmarks/cases/{name}.py (see CONTRIBUTING.md)"]
     specs = getattr(mod, "BENCHMARKS", None)
     if not specs or not hasattr(mod, "bench_case"):
-        return [], [f"{name}: no BENCHMARKS / bench_case (see CONTRIBUTING.md)"]
+        return [], [f"{name}: benchmarks/cases/{name}.py has no BENCHMARKS / bench_case (see CONTRIBUTING.md)"]
     rows, failures = [], []
     for spec in specs:
         if only_bench and spec["name"] != only_bench:
@@ -409,7 +409,7 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
             measured = [mod.measure_rows(device) for _ in range(passes)]
             rows += [{"example": name, **row} for row in merge_passes(measured)]
             if peers is not None:
-                peers["measure_rows"] = {"*": f"the example's own measure_rows(), called in {passes} passes; "
+                peers["measure_rows"] = {"*": f"the case's own measure_rows(), called in {passes} passes; "
                                               "each row's timing column names its clock"}
     return rows, failures
 
@@ -426,8 +426,9 @@ def write_results(out_dir: Path, name: str, rows: list[dict], meta: dict) -> Non
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--all", action="store_true", help="every example in examples/")
-    parser.add_argument("--example", action="append", default=[], help="an example's file stem (repeatable)")
+    parser.add_argument("--all", action="store_true", help="every story (examples/<story>.py)")
+    parser.add_argument("--example", action="append", default=[],
+                        help="a story: the file stem of its example and case (repeatable)")
     parser.add_argument("--bench", help="only this bench (a dry run: nothing is written)")
     parser.add_argument("--tiny", action="store_true", help="interpreter-sized check of the code path, no timing")
     parser.add_argument("--passes", type=int, default=PASSES, help=f"interleaved passes per point (default {PASSES})")
@@ -449,7 +450,7 @@ def main(argv=None) -> int:
         except re.error as err:
             parser.error(f"--no-graph {pattern!r} is not a regular expression: {err}")
     if args.no_graph:  # a typo would match nothing and the capture would be tried after all
-        benches = [spec["name"] for name in names for spec in getattr(load_example(name), "BENCHMARKS", [])]
+        benches = [spec["name"] for name in names for spec in getattr(load_case(name), "BENCHMARKS", [])]
         for pattern in args.no_graph:
             if not any(re.fullmatch(pattern, b) for b in benches):
                 parser.error(f"--no-graph {pattern!r} matches no bench of {names}")
@@ -493,8 +494,11 @@ def main(argv=None) -> int:
     all_failures = []
     for name in names:
         t0 = time.time()
-        source = (EXAMPLES / f"{name}.py").read_bytes()  # the file this run imports and measures
-        source_sha256, code_sha256 = hashlib.sha256(source).hexdigest(), results.code_sha256(source)
+        files = results.story_files(name)  # the example and its case file: what this run measures
+        sources = [p.read_bytes() for p in files]
+        shas = {p.relative_to(ROOT).as_posix(): hashlib.sha256(b).hexdigest()
+                for p, b in zip(files, sources, strict=True)}
+        code_sha256 = results.code_sha256(sources)
         date = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         peers: dict = {}
         rows, failures = run_example(name, device, args.tiny, args.bench, args.passes, peers, tuple(args.no_graph))
@@ -502,16 +506,17 @@ def main(argv=None) -> int:
         if meta is not None and not args.bench:
             if failures:
                 print(f"NOT WRITING {name}: {len(failures)} failing point(s)", flush=True)
-            elif results.sha256_of(EXAMPLES / f"{name}.py") != source_sha256:
-                all_failures.append(f"{name}: examples/{name}.py changed during its run")
-                print(f"NOT WRITING {name}: its example changed during the run", flush=True)
+            elif any(results.sha256_of(ROOT / path) != sha for path, sha in shas.items()):
+                all_failures.append(f"{name}: {', '.join(shas)} changed during its run")
+                print(f"NOT WRITING {name}: its example or case changed during the run", flush=True)
             else:
-                _, source_dirty = git_state(EXAMPLES / f"{name}.py")  # False: git_commit holds this exact file
-                skipped = [s["name"] for s in load_example(name).BENCHMARKS if no_graph_timing(s, tuple(args.no_graph))]
+                dirty = [git_state(ROOT / path)[1] for path in shas]  # False: git_commit holds these exact files
+                source_dirty = None if None in dirty else any(dirty)
+                skipped = [s["name"] for s in load_case(name).BENCHMARKS if no_graph_timing(s, tuple(args.no_graph))]
                 how = (f"; no CUDA-graph timing for {skipped} (spec cudagraph_timing False or --no-graph: this "
                        "harness does not capture backward passes)" if skipped else "")
                 write_results(args.out / gpu_slug(meta["gpu"]), name, rows,
-                              {**meta, "method": meta["method"] + how, "date": date, "source_sha256": source_sha256,
+                              {**meta, "method": meta["method"] + how, "date": date, "sources": shas,
                                "code_sha256": code_sha256, "peers": peers, "source_dirty": source_dirty})
         print(f"== {name}: {len(rows)} rows, {len(failures)} failures, {time.time() - t0:.0f} s", flush=True)
     print(f"== total: {len(names)} example(s), {time.time() - started:.0f} s", flush=True)

@@ -4,15 +4,15 @@ Layout (written by ``scripts/bench.py`` on a CUDA machine)::
 
     benchmarks/results/<gpu>/<example>.csv        one row per (bench, x, provider, timing)
     benchmarks/results/<gpu>/<example>.meta.json  GPU, versions, date, method, ceilings, peers,
-                                                  the sha256 of the example file that run measured
-                                                  (source_sha256) and of its measured code
-                                                  (code_sha256, see ``code_sha256``)
+                                                  the sha256 of the two files that run measured
+                                                  (``sources``: the example and its case file) and
+                                                  of their measured code (``code_sha256``)
 
-Titles, axis names, metrics, ceilings, speed targets and whether a plot shows the CUDA-graph
-series come from the examples' ``BENCHMARKS`` at build time (``example_specs``), not from the
-result files, so fixing a title or a target needs no GPU run: those spec entries are not part
-of the measured code, and a result is stale only when its measured code changed
-(``stale_results``).
+Titles, ceilings, speed targets and whether a plot shows the CUDA-graph series come from
+``benchmarks/presentation.yml`` (``presentation``), not from the result files, so fixing a title
+or a target needs no GPU run; axis names, metrics, sizes and providers come from the rows
+themselves. A result is stale when the measured code of its example or of its case file
+(``benchmarks/cases/<story>.py``) changed (``stale_results``).
 
 Pages quote results with ``{{ bench ... }}`` expressions (their grammar: ``scripts/expressions.py``;
 the quotes of the data: ``quote_*`` below); the MkDocs hook renders them at build time, and a
@@ -31,7 +31,6 @@ import hashlib
 import io
 import json
 import statistics
-import subprocess
 import sys
 import tokenize
 from dataclasses import dataclass, field
@@ -40,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "benchmarks" / "results"
 EXAMPLES_DIR = ROOT / "examples"
+CASES_DIR = ROOT / "benchmarks" / "cases"  # what each story's benchmark times
+PRESENTATION = ROOT / "benchmarks" / "presentation.yml"  # how the site shows each bench
 GPU_DIR = "h200"  # the GPU whose results the site quotes
 
 COLUMNS = [
@@ -52,8 +53,8 @@ CEILING_KEYS = {"copy": "copy_gbps", "fp16": "cublas_fp16_tflops", "bf16": "cubl
 # host_wall: wall clock on the host; cuda_events: CUDA events around each call, L2 warm;
 # profiler: the kernel's duration as torch.profiler (CUPTI) records it.
 TIMINGS = ("do_bench", "cudagraph", "host_wall", "cuda_events", "profiler")
-SPEC_KEYS = ("name", "title", "x_name", "x_vals", "metric", "ceiling", "providers", "cudagraph", "cudagraph_timing",
-             "targets")
+# The entries of a bench in presentation.yml (title is required).
+PRESENTATION_KEYS = ("title", "ceiling", "cudagraph", "targets")
 
 # A do_bench point is host-bound when its time exceeds the CUDA-graph time of the same point by
 # more than HOST_BOUND_RATIO and it is shorter than HOST_BOUND_MAX_MS, or by more than
@@ -117,38 +118,9 @@ def sha256_of(path: Path) -> str:
 
 # --- the measured code ---------------------------------------------------------------------------
 
-# Entries of a bench spec that change nothing a GPU run measures: how its results are titled and
-# judged. ``code_sha256`` leaves them out, so editing them leaves the results current.
-PRESENTATION_KEYS = ("title", "targets")
-# Entries whose effect the result rows themselves show: also left out of ``code_sha256``;
-# ``stale_results`` compares them with the rows instead ("cudagraph_timing": False: no CUDA-graph rows).
-ROW_CHECKED_KEYS = ("cudagraph_timing",)
-UNHASHED_KEYS = PRESENTATION_KEYS + ROW_CHECKED_KEYS
-# A bench spec, for the hash: a dict display (``{...}`` in the source) with these string keys.
-SPEC_MARKERS = ("name", "x_name")
-
-
-def _entry_span(source: bytes, start: int, end: int) -> tuple[int, int]:
-    """The bytes to cut for one ``key: value`` entry at source[start:end]: with its comma, and
-    the whole line(s) (indentation, a trailing comment, the newline) when nothing else is on them,
-    so that adding or removing an entry on lines of its own leaves the rest byte-identical."""
-    def skip_blanks(i: int) -> int:
-        while source[i:i + 1] in (b" ", b"\t"):
-            i += 1
-        return i
-
-    end = skip_blanks(end)
-    if source[end:end + 1] == b",":
-        end = skip_blanks(end + 1)
-    line_start = max(source.rfind(b"\n", 0, start), source.rfind(b"\r", 0, start)) + 1
-    line_end = end
-    if source[line_end:line_end + 1] == b"#":
-        while source[line_end:line_end + 1] not in (b"\n", b"\r", b""):
-            line_end += 1
-    if source[line_start:start].strip() == b"" and source[line_end:line_end + 1] in (b"\n", b"\r", b""):
-        newline = b"\r\n" if source[line_end:line_end + 2] == b"\r\n" else source[line_end:line_end + 1]
-        return line_start, line_end + len(newline)
-    return start, end
+def story_files(story: str, examples_dir: Path = EXAMPLES_DIR, cases_dir: Path = CASES_DIR) -> list[Path]:
+    """The files a story's benchmark run measures: its example and the case file that imports it."""
+    return [Path(examples_dir) / f"{story}.py", Path(cases_dir) / f"{story}.py"]
 
 
 def _comment_spans(data: bytes, line_starts: list[int]) -> list[tuple[int, int]]:
@@ -179,34 +151,20 @@ def _docstring_spans(tree: ast.AST, line_starts: list[int]) -> list[tuple[int, i
 
 
 def measured_code(source: bytes | str) -> bytes:
-    """An example's source with what does not run cut out, as bytes: the ``UNHASHED_KEYS`` entries of
-    its bench specs, its comments (markdown cells and section markers included) and its docstrings;
-    then each line's trailing blanks and every blank line dropped. A comment or a docstring edited,
-    or a title or a target changed, leaves a result fresh; any change to code that runs does not.
+    """A source with what does not run cut out, as bytes: its comments (markdown cells and section
+    markers included) and its docstrings; then each line's trailing blanks and every blank line
+    dropped. A comment or a docstring edited leaves a result fresh; any change to code that runs
+    does not.
 
-    Cut by text: ``ast`` only locates each entry (its key's start, its value's end), and those byte
-    ranges are removed from the source itself. Never hash ``ast.dump``/``ast.unparse``: the runner
-    (Python 3.12 on the GPU) and the site (3.11) must compute the same bytes. A bench spec is any
-    dict display holding the ``SPEC_MARKERS`` keys (a ``BENCHMARKS`` entry, a helper's return
-    value, a comprehension's element); write its presentation entries inside it, not in a
-    variable defined elsewhere (that text would count as measured code)."""
+    Cut by text: ``ast`` only locates each docstring, and those byte ranges are removed from the
+    source itself. Never hash ``ast.dump``/``ast.unparse``: the runner (Python 3.12 on the GPU) and
+    the site (3.11) must compute the same bytes."""
     data = source.encode() if isinstance(source, str) else bytes(source)
     tree = ast.parse(data)
     line_starts = [0]
     for line in data.splitlines(keepends=True):
         line_starts.append(line_starts[-1] + len(line))
-    spans = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Dict):
-            continue
-        keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in node.keys]
-        if not set(SPEC_MARKERS) <= set(keys):
-            continue
-        for key, name, value in zip(node.keys, keys, node.values, strict=True):
-            if name in UNHASHED_KEYS:  # col offsets are UTF-8 byte offsets
-                spans.append(_entry_span(data, line_starts[key.lineno - 1] + key.col_offset,
-                                         line_starts[value.end_lineno - 1] + value.end_col_offset))
-    spans += _comment_spans(data, line_starts) + _docstring_spans(tree, line_starts)
+    spans = _comment_spans(data, line_starts) + _docstring_spans(tree, line_starts)
     out, pos = [], 0
     for start, end in sorted(spans):
         if end <= pos:
@@ -217,9 +175,14 @@ def measured_code(source: bytes | str) -> bytes:
     return b"\n".join(line.rstrip() for line in b"".join(out).splitlines() if line.strip()) + b"\n"
 
 
-def code_sha256(source: bytes | str) -> str:
-    """sha256 of ``measured_code(source)``: what a result's ``code_sha256`` records."""
-    return hashlib.sha256(measured_code(source)).hexdigest()
+def code_sha256(sources: list[bytes | str] | bytes | str) -> str:
+    """sha256 of the ``measured_code`` of one source or of several in order (a story's example,
+    then its case file: ``story_files``): what a result's ``code_sha256`` records."""
+    sources = [sources] if isinstance(sources, bytes | str) else sources
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(measured_code(source) + b"\0")
+    return digest.hexdigest()
 
 
 def dump_meta(meta: dict) -> str:
@@ -307,8 +270,9 @@ def parse_rows(fh) -> list[dict]:
 
 
 def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, dict] | None = None) -> Results:
-    """Read every result file of one GPU, with ``specs`` (bench -> spec, from ``example_specs``):
-    the titles, axes, ceilings and targets of the benches, which the result files do not hold."""
+    """Read every result file of one GPU, with ``specs`` (bench -> how the site shows it, from
+    ``presentation``; default: read it). Each bench's spec also gets, from its rows, its ``x_name``,
+    ``metric``, ``x_vals`` and ``providers`` in the order they were measured, and its ``example``."""
     folder = Path(results_dir) / gpu
     out = Results(folder=folder)
     if folder.is_dir():
@@ -317,71 +281,45 @@ def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, d
                 out.rows += parse_rows(fh)
         for path in sorted(folder.glob("*.meta.json")):
             out.meta[path.name.removesuffix(".meta.json")] = json.loads(path.read_text())
-    out.specs = {name: dict(spec) for name, spec in (specs or {}).items()}
+    specs = presentation() if specs is None else specs
+    out.specs = {name: dict(spec) for name, spec in specs.items()}
+    for row in out.rows:
+        spec = out.specs.setdefault(row["bench"], {"example": row["example"]})
+        spec.setdefault("example", row["example"])
+        spec.setdefault("x_name", row["x_name"])
+        spec.setdefault("metric", row["metric"])
+        xs, providers = spec.setdefault("x_vals", []), spec.setdefault("providers", [])
+        if row["x"] not in xs:
+            xs.append(row["x"])
+        if row["provider"] not in providers:
+            providers.append(row["provider"])
+    for spec in out.specs.values():  # sizes are ints where they can be (the targets name them so)
+        spec["x_vals"] = [int(x) if str(x).lstrip("-").isdigit() else x for x in spec.get("x_vals", [])]
     return out
 
 
-_SPEC_READER = r"""
-import importlib.util, json, os, sys
-keys, out = json.loads(sys.argv[3]), {}
-for name in json.loads(sys.argv[2]):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(sys.argv[1], name + ".py"))
-    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    specs = list(getattr(mod, "BENCHMARKS", [])) + list(getattr(mod, "EXTRA_BENCHMARKS", []))
-    for position, spec in enumerate(specs):
-        out[spec["name"]] = {**{k: spec.get(k) for k in keys}, "example": name, "position": position}
-print("SPECS " + json.dumps(out))
-"""
+def presentation(path: Path = PRESENTATION) -> dict[str, dict]:
+    """bench -> how the site shows it (``PRESENTATION_KEYS``), with its story (``example``) and its
+    place among that story's benches (``position``), read from ``benchmarks/presentation.yml``.
+    A bench named twice, an unknown key or a missing title is an error naming the bench."""
+    import yaml
 
-
-def example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | None = None) -> dict[str, dict]:
-    """bench -> spec (the ``SPEC_KEYS``, plus its example and its position among that example's
-    specs), read from the examples themselves in a child process (importing torch stays out of the
-    caller). Cached in ``cache_dir`` on the sha256 of the example files: an unchanged example costs
-    nothing."""
-    return start_example_specs(examples_dir, cache_dir)()
-
-
-def start_example_specs(examples_dir: Path = EXAMPLES_DIR, cache_dir: Path | None = None):
-    """``example_specs`` in the background: starts the child process (when the cache misses) and
-    returns at once a function that waits for it and returns the specs. The build does other work
-    (the widget traces) while the child imports torch and every example."""
-    files = example_files(examples_dir)
-    if not files:
-        return dict
-    key = hashlib.sha256()
-    for p in files:
-        key.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    key.update(json.dumps(SPEC_KEYS).encode() + _SPEC_READER.encode())
-    cached = Path(cache_dir) / f"specs-{key.hexdigest()[:20]}.json" if cache_dir else None
-    if cached is not None and cached.exists():
-        return lambda: json.loads(cached.read_text())
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SPEC_READER, str(examples_dir), json.dumps([p.stem for p in files]),
-         json.dumps(SPEC_KEYS)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-
-    def finish() -> dict[str, dict]:
-        try:
-            stdout, stderr = proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise ResultError("reading the examples' BENCHMARKS took more than 300 s") from None
-        line = next((ln for ln in stdout.splitlines() if ln.startswith("SPECS ")), None)
-        if proc.returncode != 0 or line is None:
-            raise ResultError(f"reading the examples' BENCHMARKS failed: {stderr.strip()[-2000:]}")
-        specs = json.loads(line.removeprefix("SPECS "))
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            for old in cached.parent.glob("specs-*.json"):
-                old.unlink()
-            cached.write_text(json.dumps(specs, sort_keys=True))
-        return specs
-
-    return finish
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    out: dict[str, dict] = {}
+    for story, benches in raw.items():
+        for position, (bench, entry) in enumerate((benches or {}).items()):
+            where = f"{Path(path).name}: {story}.{bench}"
+            if bench in out:
+                raise ResultError(f"{where}: bench named twice (also under {out[bench]['example']})")
+            if not isinstance(entry, dict) or not isinstance(entry.get("title"), str):
+                raise ResultError(f"{where}: needs a title")
+            unknown = sorted(set(entry) - set(PRESENTATION_KEYS))
+            if unknown:
+                raise ResultError(f"{where}: unknown key(s) {unknown} (known: {', '.join(PRESENTATION_KEYS)})")
+            if entry.get("ceiling") not in (None, *CEILING_KEYS):
+                raise ResultError(f"{where}: ceiling {entry['ceiling']!r} is not one of {', '.join(CEILING_KEYS)}")
+            out[bench] = {**entry, "example": story, "position": position}
+    return out
 
 
 # --- provenance ------------------------------------------------------------------------------------
@@ -394,51 +332,32 @@ class Stale:
     reason: str
 
 
-def _graph_timing_mismatch(data: Results, example: str) -> str | None:
-    """Why the example's result rows disagree with its specs' ``cudagraph_timing`` (None: they agree).
-    A bench timed on the device (every spec of ``BENCHMARKS``, metric not "us") has CUDA-graph rows
-    unless its spec sets ``"cudagraph_timing": False``. Only specs read from the example count."""
-    for bench, spec in sorted(data.specs.items(), key=lambda item: (item[1].get("position", 0), item[0])):
-        if spec.get("example") != example or spec.get("x_vals") is None or spec.get("metric") == "us":
-            continue
-        timings = {r["timing"] for r in data.rows if r["bench"] == bench and r["example"] == example}
-        if not timings:
-            continue
-        if spec.get("cudagraph_timing") is False and "cudagraph" in timings:
-            return f"the spec of {bench} now sets cudagraph_timing False; its run took CUDA-graph times"
-        if spec.get("cudagraph_timing") is not False and "cudagraph" not in timings:
-            return f"its run took no CUDA-graph times of {bench}, whose spec does not set cudagraph_timing False"
-    return None
-
-
-def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR, code_hash=None) -> dict[str, Stale]:
-    """example -> why its results do not match the example file as it is now: its measured code
-    (``code_sha256``; the whole file's sha256 for a result that predates it) or, for specs read from
-    the example, its ``cudagraph_timing`` against the rows. ``code_hash``: ``code_sha256`` or a
-    memo of it (the site build keeps one between serve rebuilds)."""
+def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR, cases_dir: Path = CASES_DIR,
+                  code_hash=None) -> dict[str, Stale]:
+    """example -> why its results do not match its files as they are now: the measured code of its
+    example and of its case file (``code_sha256`` over ``story_files``). ``code_hash``: a function of
+    the list of sources, ``code_sha256`` or a memo of it (the site build keeps one between serve
+    rebuilds)."""
     code_hash = code_sha256 if code_hash is None else code_hash
     out = {}
-    examples = sorted({r["example"] for r in data.rows} | set(data.meta))
-    for example in examples:
+    for example in sorted({r["example"] for r in data.rows} | set(data.meta)):
         meta = data.meta.get(example, {})
-        src = Path(examples_dir) / f"{example}.py"
-        recorded, recorded_code = meta.get("source_sha256"), meta.get("code_sha256")
+        files = story_files(example, examples_dir, cases_dir)
+        recorded = meta.get("code_sha256")
         reason = None
-        if not src.exists():
-            reason = f"examples/{example}.py no longer exists"
-        elif recorded_code:
+        missing = [p for p in files if not p.exists()]
+        if missing:
+            reason = f"{missing[0].relative_to(missing[0].parents[1]).as_posix()} does not exist"
+        elif not recorded or "sources" not in meta:
+            reason = "measured before its benchmark moved to benchmarks/cases/ (no case file recorded)"
+        else:
             try:
-                current = code_hash(src.read_bytes())
+                current = code_hash([p.read_bytes() for p in files])
             except SyntaxError as err:
                 current = f"unparsable ({err.msg}, line {err.lineno})"
-            if recorded_code != current:
-                reason = (f"the measured code of examples/{example}.py changed since it was measured "
-                          f"(code_sha256 {recorded_code[:12]}…)")
-        elif not recorded:
-            reason = f"measured before result files recorded the sha256 of examples/{example}.py"
-        elif recorded != sha256_of(src):
-            reason = f"examples/{example}.py changed since it was measured (sha256 {recorded[:12]}…)"
-        reason = reason or _graph_timing_mismatch(data, example)
+            if recorded != current:
+                reason = (f"the measured code of examples/{example}.py or benchmarks/cases/{example}.py "
+                          f"changed since it was measured (code_sha256 {recorded[:12]}…)")
         if reason is None:
             continue
         date = str(meta["date"])[:10] if meta.get("date") else "unknown date"
@@ -571,7 +490,7 @@ def host_bound_evidence(data: Results) -> str:
 
 
 def provenance_table(data: Results, stale: dict[str, Stale]) -> str:
-    """Per result file: when it was measured, from which commit, and whether it matches its example."""
+    """Per result file: when it was measured, from which commit, and whether it matches its files."""
     rows = ["| result file | measured | commit | matches its example |", "| --- | --- | --- | --- |"]
     for example in sorted(set(data.meta) | {r["example"] for r in data.rows}):
         meta = data.meta.get(example, {})
@@ -598,8 +517,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not args.stale:
         parser.error("nothing to do (use --stale)")
-    # the specs as the examples declare them now (their cudagraph_timing is checked against the rows)
-    data = load(args.results, args.gpu, specs=example_specs(EXAMPLES_DIR, cache_dir=ROOT / ".cache" / "site" / "specs"))
+    data = load(args.results, args.gpu)
     stale = stale_results(data)
     for s in stale.values():
         print(f"STALE {s.csv} (measured {s.date}): {s.reason}")

@@ -4,6 +4,8 @@ import torch
 import triton
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
 
+from benchmarks.cases import softmax as cases
+
 # the online step is run with small chunks so that every shape spans several of them
 ONLINE_SMALL = {"block_n": 64}
 
@@ -238,13 +240,13 @@ def test_bad_variant_and_config():
 
 @pytest.mark.parametrize("provider", ["triton", "triton-row", "triton-multirow", "triton-online", "torch-unfused"])
 def test_bench_case_runs(provider):
-    case = ex.bench_case("softmax_fp32", provider, 781, elements=781 * 3)
+    case = cases.bench_case("softmax_fp32", provider, 781, elements=781 * 3)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
     assert case["work"] == 2 * 3 * 781 * 4
 
 
 def test_benchmarks_cover_the_story():
-    specs = {b["name"]: b for b in ex.BENCHMARKS}
+    specs = {b["name"]: b for b in cases.BENCHMARKS}
     assert {"softmax_fp32", "softmax_fp32_steps", "softmax_fp32_4096rows"} <= set(specs)
     assert {65536, 262144} <= set(specs["softmax_fp32"]["x_vals"])
     assert max(specs["softmax_fp32_steps"]["x_vals"]) <= ex.MAX_ROW_BLOCK  # steps 1-2 need the row in one tile

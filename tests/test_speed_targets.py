@@ -5,7 +5,6 @@ name the example and the bench, and the evaluator's verdicts, notes and row orde
 from __future__ import annotations
 
 import pytest
-from support import ROOT
 
 from scripts import bench, results, targets
 
@@ -68,7 +67,7 @@ def test_an_x_of_a_pooled_bench_is_checked_against_every_bench_of_the_pool():
 
 
 def test_the_real_targets_are_valid_and_judge_only_declared_benches():
-    specs = results.example_specs(ROOT / "examples", cache_dir=ROOT / ".cache" / "site" / "specs")
+    specs = results.presentation()
     points = targets.declared(specs)
     assert len(points) > 50
     declared = {name for name, spec in specs.items() if spec.get("x_vals") is not None}

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+
 from checking import assert_close
 
 # bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.

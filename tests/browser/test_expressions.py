@@ -87,7 +87,7 @@ def test_whole_site_kinds_quote_every_result_file():
 def test_one_kernels_targets_quote_the_benches_they_judge():
     # A kernel page's `targets <prefix>` is not a whole-site table: its page must still get the
     # notice for points of those benches that a second run did not reproduce.
-    specs = results.example_specs()
+    specs = results.presentation()
     quoted = expressions.quoted_benches("{{ bench targets softmax }}", specs)
     assert quoted == {"softmax_fp32"}
     assert {"matmul_fp16", "matmul_persistent_fp16"} <= expressions.quoted_benches("{{ bench targets matmul }}", specs)
@@ -104,6 +104,6 @@ def test_no_page_of_the_built_site_holds_an_unrendered_expression(site_dir):
 
 
 def test_winners_names_an_unknown_provider():
-    data = results.load(specs=results.example_specs())
+    data = results.load()
     with pytest.raises(results.ResultError, match="bench softmax_fp32 has no provider bogus"):
         targets.winners_table(data, "softmax_fp32", ["triton", "torch", "bogus"])

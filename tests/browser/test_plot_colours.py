@@ -10,7 +10,7 @@ import pytest
 
 from scripts import plots, results
 
-from .harness import DESKTOP, NARROW, ROOT, contrast, linear_rgb, page_overflow, rgba
+from .harness import DESKTOP, NARROW, contrast, linear_rgb, page_overflow, rgba
 
 
 def test_no_two_providers_of_a_plot_share_a_colour():
@@ -74,7 +74,7 @@ def test_a_provider_keeps_its_colour_whatever_the_plot():
 
 
 def test_the_legend_sits_below_the_axes():
-    data = results.load(specs=results.example_specs(ROOT / "examples", cache_dir=ROOT / ".cache" / "site" / "specs"))
+    data = results.load()
     svg = plots.draw(data, "softmax_fp32").decode()
     # matplotlib writes each text with its position (svg.fonttype none): y grows downwards
     def y_of(label: str) -> float:

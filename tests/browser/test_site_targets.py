@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from scripts import results, targets
 
-from .harness import ROOT, SITE
+from .harness import SITE
 
 
 def _row(bench, x, provider, timing, ms, *, host_bound=False, spread=0.01):
@@ -22,7 +22,7 @@ def _row(bench, x, provider, timing, ms, *, host_bound=False, spread=0.01):
 
 def _specs():
     """The targets as the examples declare them (the matmul ones are judged below)."""
-    return results.example_specs(ROOT / "examples", cache_dir=ROOT / ".cache" / "site" / "specs")
+    return results.presentation()
 
 
 def _data(rows):
