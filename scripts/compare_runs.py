@@ -163,9 +163,8 @@ def compare_folders(run_a: Path, run_b: Path, tolerance: float = 0.05,
     """(comparison, examples left out because the runs measured different code, meta A, meta B)."""
     rows_a, meta_a = read_run(run_a)
     rows_b, meta_b = read_run(run_b)
-    def same_code(a: dict, b: dict) -> bool:  # titles and targets are not code (results.measured_code)
-        key = "code_sha256" if a.get("code_sha256") and b.get("code_sha256") else "source_sha256"
-        return a.get(key) == b.get(key)
+    def same_code(a: dict, b: dict) -> bool:  # comments and docstrings are not code (results.measured_code)
+        return a.get("code_sha256") is not None and a.get("code_sha256") == b.get("code_sha256")
 
     other_code = sorted(ex for ex in set(meta_a) & set(meta_b) if not same_code(meta_a[ex], meta_b[ex]))
     if other_code:  # two versions of an example are not a reproduction: leave them out, say so

@@ -154,7 +154,8 @@ POINT = Arg("<bench>@<x>:<provider>", "one point of a bench: its name, the x val
 PAIR = Arg("<bench>@<x>:<a>/<b>", "one point of a bench, two providers", _pair, benches=lambda v: {v[0]})
 TIMING = Arg("[<timing>]", f"how the row was timed, one of {', '.join(results.TIMINGS)}; without it the point's "
              "do_bench row (or its only row)", optional=True, accepts=lambda w: w in results.TIMINGS)
-BENCH_ARG = Arg("<bench>", "a bench's name (the `name` of a spec in an example's `BENCHMARKS`)",
+BENCH_ARG = Arg("<bench>", "a bench's name (the `name` of a spec in a case's `BENCHMARKS`, "
+                "`benchmarks/cases/<story>.py`)",
                 benches=lambda v: {v})
 NO_ARGS: tuple[Arg, ...] = ()
 
@@ -199,7 +200,7 @@ GRAMMAR: tuple[Kind, ...] = (
     Kind("bench", "targets", (Arg("[<prefix>...]", "the words the targets' labels start with (one kernel's); "
                                                    "without them every target", many=True, optional=True),),
          lambda p, words: targets.markdown_table(p.data, " ".join(words), p.example_order),
-         "the speed targets the examples' specs declare, judged on the results", whole_site=True,
+         "the speed targets `benchmarks/presentation.yml` declares, judged on the results", whole_site=True,
          quotes=_targets_quote),
     Kind("bench", "summary", NO_ARGS, lambda p: targets.summary_table(p.data),
          "per bench, the best Triton provider at its largest x against the ceiling", whole_site=True),

@@ -6,7 +6,9 @@ code-block plugin). When some of them change, ``scope`` says what exercises them
 ``python -m scripts.gpu_check --changed`` runs:
 
 * a changed example: every test that imports it (or names ``examples/<it>.py``, or walks every
-  example), the pages whose code blocks include it, and its own self-check;
+  example), its benchmark case and the tests that import that, the pages whose code blocks
+  include it, and its own self-check;
+* a changed benchmark case (``benchmarks/cases/<story>.py``, ``peers.py``): the tests that import it;
 * a changed test: that test; a changed test helper (``tests/support.py``, ``tests/strategies.py``,
   ...): every test that imports it, directly or through another helper;
 * ``scripts/codeblocks.py``: every page's code blocks;
@@ -28,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EVERYTHING = ("conftest.py", "tests/conftest.py")  # shape every test: a change re-runs all of it
 CODEBLOCKS = "scripts/codeblocks.py"
+CASES = "benchmarks/cases/"  # a story's benchmark case imports its example; some tests import the case
 PROPERTY_PREFIX = "tests/test_properties_"
 # A test that walks the examples folder, or every example's source, depends on each example.
 WALKS_EXAMPLES = re.compile(r"""/\s*["']examples["']|["']examples["']\s*\)?\s*[./]\s*(?:glob|iterdir|rglob)"""
@@ -53,7 +56,8 @@ class Scope:
 
 
 def imported_names(source: str) -> set[str]:
-    """Top-level module names a file imports (``import a.b`` -> ``a``; relative imports ignored)."""
+    """Module names a file imports, each with its parents (``import a.b`` -> ``a``, ``a.b``;
+    ``from a import b`` -> ``a``, ``a.b``: b may be a module); relative imports ignored."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -61,18 +65,27 @@ def imported_names(source: str) -> set[str]:
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            full = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module.split(".")[0])
+            full = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in full:
+            parts = name.split(".")
+            names |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
     return names
 
 
 def _modules(root: Path, covered: list[str]) -> dict[str, str]:
-    """module name -> covered file, for the names tests import (examples and test helpers)."""
+    """module name -> covered file, for the names tests import (examples, test helpers and the
+    benchmark cases, ``benchmarks.cases.<story>``)."""
     out = {}
     for rel in covered:
         if rel.startswith(("examples/", "tests/")) and rel.count("/") == 1:
             out[Path(rel).stem] = rel
+        elif rel.startswith(CASES):
+            stem = Path(rel).stem
+            out["benchmarks.cases" if stem == "__init__" else f"benchmarks.cases.{stem}"] = rel
     return out
 
 
@@ -82,12 +95,14 @@ def _dependents(root: Path, covered: list[str]) -> dict[str, set[str]]:
     examples = [rel for rel in covered if rel.startswith("examples/")]
     out: dict[str, set[str]] = {rel: set() for rel in covered}
     for rel in covered:
-        if not rel.startswith("tests/"):
+        if not rel.startswith(("tests/", CASES)):
             continue
         text = (root / rel).read_text()
         for name in imported_names(text):
             if name in modules and modules[name] != rel:
                 out[modules[name]].add(rel)
+        if rel.startswith(CASES):
+            continue  # a case depends on what it imports; the rules below read tests
         for stem in PAGE_EXAMPLE.findall(text):
             if f"examples/{stem}.py" in out:
                 out[f"examples/{stem}.py"].add(rel)

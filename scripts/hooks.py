@@ -61,6 +61,7 @@ if Path(scripts.__file__).resolve().parent != ROOT / "scripts":  # an editable i
                       "`make install` (pip install -e .) in this checkout")
 
 EXAMPLES = ROOT / "examples"
+CASES = ROOT / "benchmarks" / "cases"  # each story's benchmark case (results are stale when it changes)
 CACHE = ROOT / ".cache" / "site"
 NOTEBOOKS = CACHE / "notebooks"
 PLOTS = CACHE / "plots"
@@ -140,7 +141,7 @@ def page_inputs(build: pages.Build) -> tuple[results.Results, dict, tuple | None
     if build.data is not None:
         return build.data, build.stale, build.reproduction
     data = results.load()
-    return data, results.stale_results(data, EXAMPLES), load_reproduction()
+    return data, results.stale_results(data, EXAMPLES, CASES), load_reproduction()
 
 
 # The current build's state, handed to the functions that use it (on_config starts a new one). The
@@ -201,7 +202,7 @@ def _prepare_data(build: pages.Build) -> None:
     except results.ResultError as err:
         raise PluginError(str(err)) from err
     build.data = data
-    build.stale = results.stale_results(data, EXAMPLES, code_hash=_code_hash)
+    build.stale = results.stale_results(data, EXAMPLES, CASES, code_hash=_code_hash)
     build.reproduction = load_reproduction()
     plots.draw_all(results.RESULTS_DIR, PLOTS / "assets" / "plots", write=write_if_changed, data=data,
                    keyed=True)

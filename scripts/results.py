@@ -283,18 +283,16 @@ def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, d
             out.meta[path.name.removesuffix(".meta.json")] = json.loads(path.read_text())
     specs = presentation() if specs is None else specs
     out.specs = {name: dict(spec) for name, spec in specs.items()}
+    measured: dict[str, dict] = {}
     for row in out.rows:
-        spec = out.specs.setdefault(row["bench"], {"example": row["example"]})
-        spec.setdefault("example", row["example"])
-        spec.setdefault("x_name", row["x_name"])
-        spec.setdefault("metric", row["metric"])
-        xs, providers = spec.setdefault("x_vals", []), spec.setdefault("providers", [])
-        if row["x"] not in xs:
-            xs.append(row["x"])
-        if row["provider"] not in providers:
-            providers.append(row["provider"])
-    for spec in out.specs.values():  # sizes are ints where they can be (the targets name them so)
-        spec["x_vals"] = [int(x) if str(x).lstrip("-").isdigit() else x for x in spec.get("x_vals", [])]
+        seen = measured.setdefault(row["bench"], {"example": row["example"], "x_name": row["x_name"],
+                                                  "metric": row["metric"], "x_vals": {}, "providers": {}})
+        seen["x_vals"][int(row["x"]) if str(row["x"]).isdigit() else row["x"]] = None  # as the targets name them
+        seen["providers"][row["provider"]] = None
+    for bench, seen in measured.items():
+        spec = out.specs.setdefault(bench, {})
+        for key, value in seen.items():
+            spec.setdefault(key, list(value) if isinstance(value, dict) else value)
     return out
 
 

@@ -71,9 +71,7 @@ def path_of(story: str, data: results.Results | None = None, plotted: set[str] |
         "page": ", ".join(teaching_pages(story)),
         "test": f"tests/test_{story}.py" if (ROOT / "tests" / f"test_{story}.py").is_file() else "",
         "exercise": f"exercises/{exercise}" if exercise and (ROOT / "exercises" / exercise).is_dir() else "",
-        # the example's BENCHMARKS today (moving to benchmarks/cases/<story>.py)
-        "case": f"examples/{story}.py: BENCHMARKS" if "\nBENCHMARKS = " in
-        (ROOT / "examples" / f"{story}.py").read_text() else "",
+        "case": f"benchmarks/cases/{story}.py" if (ROOT / "benchmarks" / "cases" / f"{story}.py").is_file() else "",
         "result": result if (ROOT / result).is_file() else "",
         "plot": ", ".join(b for b in benches if b in plotted),
     }

@@ -1,16 +1,20 @@
 """The speed targets of the site, judged from the committed result files.
 
-A target lives with the benchmark it judges: a spec in an example's ``BENCHMARKS`` may hold
-``"targets"``, a list of dicts (``TARGET_KEYS`` below). ``evaluate`` checks each at each of its
+A target lives beside the title of the bench it judges: an entry of ``benchmarks/presentation.yml``
+may hold ``targets``, a list of mappings (``TARGET_KEYS`` below). ``evaluate`` checks each at each of its
 points against numbers measured in the same run (a kernel against the ceiling or the peers
 measured beside it) and returns one row per checked point; a point with no data is reported as
-"not measured", never as met. Titles and targets are not part of an example's measured code
-(``results.code_sha256``): editing a target needs no GPU run.
+"not measured", never as met. Titles and targets are not measured code: editing a target needs
+no GPU run.
 
-One target, on the spec of ``softmax_fp32``::
+One target, in the entry of ``softmax_fp32``::
 
-    {"kind": "peers", "label": "softmax fp32 ≥ faster of torch, torch.compile", "min": 1.0,
-     "peers": ["torch", "torch.compile"], "at": [512, 781, 1024]}
+    targets:
+    - kind: peers
+      label: softmax fp32 ≥ faster of torch, torch.compile
+      min: 1.0
+      peers: [torch, torch.compile]
+      at: [512, 781, 1024]
 
 Rows come in the order of the examples (the site's reading order where the caller gives it, else
 by name), of the specs in each example and, within a spec, of the benches its targets judge (in
@@ -45,7 +49,7 @@ TARGET_KEYS = {
     "provider": (("ceiling", "peers"), 'our provider (default "triton")'),
     "peers": (("peers",), "the providers to beat: the fastest of them at each point counts"),
     "peer": (("best_of",), "the provider each bench's triton providers are divided by"),
-    "pending": (("ceiling", "peers"), "why `bench` names a bench no example declares yet: its rows stay in the "
+    "pending": (("ceiling", "peers"), "why `bench` names a bench no case measures yet: its rows stay in the "
                                       "table as not measured (an error once the bench exists)"),
     "kernel_alone": (("ceiling", "peers"), "true: the row also gives the same figure with CUDA-graph timing "
                                            "(the kernel alone), unless it has a note already"),
@@ -197,13 +201,13 @@ class Target:
 
 
 def _declared_benches(specs: dict[str, dict]) -> dict[str, dict]:
-    """bench -> spec, for the benches an example's BENCHMARKS declares (runner-timed: they have x_vals)."""
+    """bench -> spec, for the benches measured (their x_vals come from the result rows)."""
     return {name: spec for name, spec in specs.items() if spec.get("x_vals") is not None}
 
 
 def _target(spec_name: str, spec: dict, index: int, raw, benches: dict[str, dict]) -> Target:
     """One validated target of one spec; a TargetError naming the example and the bench otherwise."""
-    where = f"examples/{spec.get('example', '?')}.py, bench {spec_name}: target {index + 1}"
+    where = f"presentation.yml, {spec.get('example', '?')}.{spec_name}: target {index + 1}"
     if not isinstance(raw, dict):
         raise TargetError(f"{where}: expected a dict, got {type(raw).__name__}")
     label = raw.get("label")
@@ -239,7 +243,7 @@ def _target(spec_name: str, spec: dict, index: int, raw, benches: dict[str, dict
     else:
         for bench in judged:
             if bench not in benches:
-                raise TargetError(f"{where}: unknown bench {bench!r} (no example declares it; a bench still to "
+                raise TargetError(f"{where}: unknown bench {bench!r} (nothing measures it; a bench still to "
                                   "be written is named with 'pending')")
             offered = benches[bench].get("providers") or []
             for name in ([provider] if kind != "best_of" else []) + list(peers):
@@ -280,7 +284,7 @@ def declared(specs: dict[str, dict], order: list[str] | None = None) -> list[tup
     for name in owners:
         spec = specs[name]
         if not isinstance(spec["targets"], list):
-            raise TargetError(f"examples/{spec.get('example', '?')}.py, bench {name}: 'targets' must be a list")
+            raise TargetError(f"presentation.yml, {spec.get('example', '?')}.{name}: 'targets' must be a list")
         groups: dict[tuple, list[Target]] = {}
         for i, raw in enumerate(spec["targets"]):
             target = _target(name, spec, i, raw, benches)

@@ -25,10 +25,15 @@ OUTPUTS = "outputs"  # VERIFIED_DIR/outputs/<gpu>.json: what each example printe
 
 def verified_files(root: Path | None = None) -> list[str]:
     """Paths (relative, '/'-separated, sorted) of the files a record covers: every
-    ``examples/*.py``, every ``tests/**/*.py`` outside ``tests/browser/``, ``conftest.py`` where
-    there is one, and ``scripts/codeblocks.py`` (the plugin that runs the pages' code blocks)."""
+    ``examples/*.py``, the benchmark cases that tests call (``benchmarks/cases/<story>.py`` beside
+    an example, with the package's ``__init__.py`` and ``peers.py``), every ``tests/**/*.py``
+    outside ``tests/browser/``, ``conftest.py`` where there is one, and ``scripts/codeblocks.py``
+    (the plugin that runs the pages' code blocks)."""
     root = ROOT if root is None else Path(root)
     paths = [p for p in (root / "examples").glob("*.py") if p.is_file()]
+    cases = root / "benchmarks" / "cases"
+    stems = {p.stem for p in paths} | {"__init__", "peers"}
+    paths += [p for p in cases.glob("*.py") if p.is_file() and p.stem in stems]
     paths += [p for p in (root / "tests").rglob("*.py")
               if p.is_file() and "browser" not in p.relative_to(root / "tests").parts[:-1]]
     paths += [root / rel for rel in ("conftest.py", "scripts/codeblocks.py") if (root / rel).is_file()]

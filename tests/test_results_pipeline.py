@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize("name", bench.example_names())
 def test_runner_tiny_path(name):
-    """Each example's BENCHMARKS / bench_case run and pass their own checks at tiny sizes
+    """Each story's case (BENCHMARKS / bench_case) runs and passes its own checks at tiny sizes
     (in the interpreter on the CPU; on a GPU, the real kernels at the same sizes)."""
     rows, failures = bench.run_example(name, DEVICE, tiny=True)
     assert failures == []
@@ -32,7 +32,7 @@ def test_runner_tiny_path(name):
 
 
 def test_runner_refuses_a_wrong_kernel(monkeypatch):
-    import vector_add
+    from benchmarks.cases import vector_add
 
     original = vector_add.bench_case
 
@@ -47,23 +47,52 @@ def test_runner_refuses_a_wrong_kernel(monkeypatch):
     assert rows == [] and failures and all("AssertionError" in f for f in failures)
 
 
-def test_bench_specs_are_complete():
+CASE_KEYS = {"name", "x_name", "x_vals", "tiny_x_vals", "providers", "metric", "args", "cudagraph_timing",
+             "calls_per_fn"}
+
+
+def test_bench_specs_are_complete_and_every_bench_is_presented():
+    """A case's specs say what to time, nothing else (titles, ceilings and targets are in
+    presentation.yml); every bench a case times, or its measure_rows writes, has its entry
+    there under its story, and every entry there is a bench some case times."""
+    presented = results.presentation()
+    timed = {}
     for name in bench.example_names():
-        mod = __import__(name)
+        mod = bench.load_case(name)
         for spec in mod.BENCHMARKS:
-            missing = {"name", "title", "x_name", "x_vals", "tiny_x_vals", "providers", "metric"} - set(spec)
+            missing = {"name", "x_name", "x_vals", "tiny_x_vals", "providers", "metric"} - set(spec)
             assert not missing, f"{name}:{spec.get('name')}: missing {missing}"
+            assert set(spec) <= CASE_KEYS, f"{name}:{spec['name']}: not a case key: {set(spec) - CASE_KEYS}"
             assert spec["metric"] in ("GB/s", "TFLOP/s", "us"), spec["metric"]
-            assert spec.get("ceiling") in (None, "copy", "fp16", "bf16"), spec.get("ceiling")
             assert spec.get("cudagraph_timing", True) in (True, False), f"{name}:{spec['name']}: cudagraph_timing"
-            assert isinstance(spec.get("targets", []), list), f"{name}:{spec['name']}: targets"
-    names = [s["name"] for n in bench.example_names() for s in __import__(n).BENCHMARKS]
-    assert len(names) == len(set(names)), "bench names must be unique across the site"
+            assert spec["name"] not in timed, f"bench {spec['name']} is timed by {timed.get(spec['name'])} and {name}"
+            timed[spec["name"]] = name
+    written = {r["bench"]: r["example"] for r in results.load().rows}  # measure_rows benches, by their rows
+    for bench_name, story in {**written, **timed}.items():
+        assert bench_name in presented, f"{bench_name} ({story}) has no entry in benchmarks/presentation.yml"
+        assert presented[bench_name]["example"] == story, f"{bench_name}: listed under another story"
+    assert set(presented) <= set(timed) | set(written), set(presented) - set(timed) - set(written)
+
+
+def test_presentation_names_each_bench_once_with_known_keys(tmp_path):
+    good = "ex:\n  b_one:\n    title: One\n    ceiling: copy\n  b_two:\n    title: Two\n    cudagraph: true\n"
+    (tmp_path / "p.yml").write_text(good)
+    specs = results.presentation(tmp_path / "p.yml")
+    assert specs["b_two"] == {"title": "Two", "cudagraph": True, "example": "ex", "position": 1}
+    for bad, message in (
+        (good + "other:\n  b_one:\n    title: Again\n", "b_one: bench named twice"),
+        ("ex:\n  b_one:\n    ceiling: copy\n", "ex.b_one: needs a title"),
+        ("ex:\n  b_one:\n    title: One\n    x_vals: [1]\n", r"unknown key\(s\) \['x_vals'\]"),
+        ("ex:\n  b_one:\n    title: One\n    ceiling: fp8\n", "ceiling 'fp8' is not one of"),
+    ):
+        (tmp_path / "p.yml").write_text(bad)
+        with pytest.raises(results.ResultError, match=message):
+            results.presentation(tmp_path / "p.yml")
 
 
 def _compile_points():
     for name in bench.example_names():
-        for spec in __import__(name).BENCHMARKS:
+        for spec in bench.load_case(name).BENCHMARKS:
             for provider in spec["providers"]:
                 if "compile" in provider and spec["tiny_x_vals"]:
                     yield pytest.param(name, spec, provider, id=f"{spec['name']}:{provider}")
@@ -75,7 +104,7 @@ def test_compiled_peers_are_left_to_the_runner(name, spec, provider, monkeypatch
     compiles it per shape, static); its own `fn` compiles afresh too, never a shared object."""
     built = []
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: built.append((fn, kw)) or fn)
-    mod = __import__(name)
+    mod = bench.load_case(name)
     x = spec["tiny_x_vals"][-1]
     cases = [mod.bench_case(spec["name"], provider, x, device=DEVICE, **spec.get("args", {})) for _ in range(2)]
     for case in cases:
@@ -89,9 +118,9 @@ def test_compiled_peers_are_left_to_the_runner(name, spec, provider, monkeypatch
 # --- the runner's GPU path, with fake clocks ------------------------------------------------------
 
 def _fake_example(calls: list[str]) -> types.ModuleType:
-    """An example whose providers log their calls: 'a' (eager) and a torch.compile peer, plus a
+    """A case whose providers log their calls: 'a' (eager) and a torch.compile peer, plus a
     host-side ('us') bench and measure_rows."""
-    mod = types.ModuleType("fake_bench_example")
+    mod = types.ModuleType("benchmarks.cases.fake_bench_example")
 
     def peer(t):
         calls.append("torch.compile")
@@ -110,10 +139,10 @@ def _fake_example(calls: list[str]) -> types.ModuleType:
         return {"fn": fn, "ref": lambda: t * 2, "work": 8.0 * x, "rtol": 0, "atol": 0}
 
     mod.BENCHMARKS = [
-        {"name": "fake_gbps", "title": "t", "x_name": "n", "x_vals": [4, 8], "tiny_x_vals": [4],
-         "providers": ["a", "torch.compile"], "metric": "GB/s", "ceiling": None, "args": {}},
-        {"name": "fake_us", "title": "t", "x_name": "n", "x_vals": [4], "tiny_x_vals": [4],
-         "providers": ["a"], "metric": "us", "ceiling": None, "args": {}},
+        {"name": "fake_gbps", "x_name": "n", "x_vals": [4, 8], "tiny_x_vals": [4],
+         "providers": ["a", "torch.compile"], "metric": "GB/s", "args": {}},
+        {"name": "fake_us", "x_name": "n", "x_vals": [4], "tiny_x_vals": [4],
+         "providers": ["a"], "metric": "us", "args": {}},
     ]
     mod.bench_case = bench_case
     mod.measured = iter([1.0, 3.0, 2.0])
@@ -157,7 +186,7 @@ def test_runner_gpu_path_with_fake_clocks(monkeypatch):
     monkeypatch.setattr(bench, "time_graph", fake_graph)
     monkeypatch.setattr(bench, "time_host", lambda fn, per=1: (fn(), (0.02, 0.019, 0.021))[1])
     peers: dict = {}
-    rows, failures = bench.run_example(mod.__name__, torch.device("cpu"), tiny=False, passes=3, peers=peers)
+    rows, failures = bench.run_example("fake_bench_example", torch.device("cpu"), tiny=False, passes=3, peers=peers)
     assert failures == []
     # interleaved: for each x, pass 1 over both providers, then pass 2, then pass 3
     assert timed == ["a", "torch.compile"] * 6
@@ -193,7 +222,7 @@ def test_runner_records_no_graph_time_for_an_uncapturable_call(monkeypatch):
         raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(bench, "time_graph", no_capture)
-    rows, failures = bench.run_example(mod.__name__, torch.device("cpu"), tiny=False, passes=3)
+    rows, failures = bench.run_example("fake_bench_example", torch.device("cpu"), tiny=False, passes=3)
     assert failures == [] and {r["timing"] for r in rows} == {"do_bench"}
     assert all(r["host_bound"] == "" for r in rows)  # unknown without a graph time
 
@@ -211,7 +240,7 @@ def test_runner_never_captures_a_bench_whose_spec_says_cudagraph_timing_false(mo
     captured = []
     monkeypatch.setattr(bench, "time_graph", lambda fn: (captured.append(calls[-1] if fn() is not None else ""),
                                                          (0.005,) * 3)[1])
-    rows, failures = bench.run_example(mod.__name__, torch.device("cpu"), tiny=False, passes=3)
+    rows, failures = bench.run_example("fake_bench_example", torch.device("cpu"), tiny=False, passes=3)
     assert failures == [] and len(captured) == 2 * 2 * 3  # fake_2 only: 2 x, 2 providers, 3 passes
     assert {r["timing"] for r in rows if r["bench"] == "fake_gbps"} == {"do_bench"}
     assert {r["timing"] for r in rows if r["bench"] == "fake_2"} == {"do_bench", "cudagraph"}
@@ -299,7 +328,7 @@ META = {
     "date": "2026-01-01T00:00:00+00:00", "method": "synthetic data for a unit test",
     "ceilings": {"copy_gbps": 1000.0, "cublas_fp16_tflops": 500.0, "cublas_bf16_tflops": 520.0},
 }
-# the specs of write_synthetic's benches, as results.example_specs gives them
+# the specs of write_synthetic's benches, as results.presentation gives them (the rows complete them)
 SPECS = {
     "b_num": {"name": "b_num", "title": "numeric x", "x_name": "n", "metric": "GB/s", "ceiling": "copy"},
     "b_lab": {"name": "b_lab", "title": "labelled x", "x_name": "shape", "metric": "TFLOP/s", "ceiling": "fp16"},
@@ -322,7 +351,7 @@ def write_synthetic(folder: Path) -> None:
     (folder / "ex.meta.json").write_text(json.dumps(META))
 
 
-def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None = "0" * 64, passes: int = 3,
+def write_new_format(folder: Path, rows: list[dict], code_sha256: str | None = "0" * 64, passes: int = 3,
                      **extra) -> None:
     """A result file as scripts/bench.py writes it now."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -333,7 +362,8 @@ def write_new_format(folder: Path, rows: list[dict], source_sha256: str | None =
             w.writerow({"example": "nx", "x_name": "n", "metric": "GB/s", "ms_p20": r["ms_p50"],
                         "ms_p80": r["ms_p50"], "work": 1e6, **r})
     meta = {k: v for k, v in META.items() if k != "method"}
-    meta.update({"method": "new", "passes": passes, "source_sha256": source_sha256, "git_commit": "abc123",
+    meta.update({"method": "new", "passes": passes, "code_sha256": code_sha256, "git_commit": "abc123",
+                 "sources": {"examples/nx.py": "1" * 64, "benchmarks/cases/nx.py": "2" * 64},
                  "git_dirty": False, "peers": {}, **extra})
     (folder / "nx.meta.json").write_text(json.dumps(meta))
 
@@ -430,49 +460,45 @@ def test_a_row_of_another_clock_is_found_without_naming_it(tmp_path):
     assert results.render_expression(data, "ms clocks@1:perf_counter host_wall") == "0.05 ms"
 
 
-def test_example_specs_come_from_the_examples_and_are_cached(tmp_path, monkeypatch):
-    ex_dir = tmp_path / "examples"
-    ex_dir.mkdir()
-    (ex_dir / "ex.py").write_text(
-        'BENCHMARKS = [{"name": "b_num", "title": "renamed in the example", "x_name": "n", "metric": "GB/s",'
-        ' "ceiling": "copy", "providers": ["triton"], "cudagraph": True}]\n')
-    specs = results.example_specs(ex_dir, cache_dir=tmp_path / "cache")
-    assert specs["b_num"]["title"] == "renamed in the example" and specs["b_num"]["example"] == "ex"
-
-    def no_child(*args, **kwargs):
-        raise AssertionError("an unchanged example must not be read again")
-
-    with monkeypatch.context() as m:  # results.subprocess is the subprocess module: patch it only here
-        m.setattr(results.subprocess, "run", no_child)
-        assert results.example_specs(ex_dir, cache_dir=tmp_path / "cache") == specs
+def test_presentation_titles_the_plots(tmp_path):
+    (tmp_path / "p.yml").write_text("ex:\n  b_num:\n    title: renamed in the yml\n    ceiling: copy\n")
     write_synthetic(tmp_path / "res" / "h200")
-    data = results.load(tmp_path / "res", specs=specs)
-    assert data.specs["b_num"]["title"] == "renamed in the example"  # not the copy in the old metadata
-    assert "renamed in the example" in plots.draw(data, "b_num").decode()
+    data = results.load(tmp_path / "res", specs=results.presentation(tmp_path / "p.yml"))
+    assert data.specs["b_num"]["title"] == "renamed in the yml"
+    assert data.specs["b_num"]["x_vals"] == [1024, 4096] and data.specs["b_num"]["providers"] == ["triton", "torch"]
+    assert data.specs["b_num"]["x_name"] == "n" and data.specs["b_num"]["metric"] == "GB/s"  # from the rows
+    assert "renamed in the yml" in plots.draw(data, "b_num").decode()
 
 
 # --- provenance ----------------------------------------------------------------------------------
 
-def _examples_with(tmp_path: Path, text: str) -> tuple[Path, str]:
-    ex_dir = tmp_path / "examples"
+def _story_with(tmp_path: Path, text: str, case: str = "y = 1\n") -> tuple[Path, Path, str]:
+    """(examples folder, cases folder, the code_sha256 a run of them records) of a story "nx"."""
+    ex_dir, case_dir = tmp_path / "examples", tmp_path / "cases"
     ex_dir.mkdir(exist_ok=True)
+    case_dir.mkdir(exist_ok=True)
     (ex_dir / "nx.py").write_text(text)
-    return ex_dir, hashlib.sha256(text.encode()).hexdigest()
+    (case_dir / "nx.py").write_text(case)
+    return ex_dir, case_dir, results.code_sha256([text, case])
 
 
 def test_stale_detection(tmp_path, capsys):
-    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
-    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)
+    ex_dir, case_dir, code = _story_with(tmp_path, "x = 1\n")
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, code_sha256=code)
     data = results.load(tmp_path / "res")
-    assert results.stale_results(data, ex_dir) == {}
+    assert results.stale_results(data, ex_dir, case_dir) == {}
     (ex_dir / "nx.py").write_text("x = 2\n")
-    (stale,) = results.stale_results(data, ex_dir).values()
+    (stale,) = results.stale_results(data, ex_dir, case_dir).values()
     assert stale.example == "nx" and stale.date == "2026-01-01" and "changed since" in stale.reason
     assert stale.csv.endswith("h200/nx.csv")
-    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=None)
-    assert "before result files recorded" in results.stale_results(results.load(tmp_path / "res"), ex_dir)["nx"].reason
+    (ex_dir / "nx.py").write_text("x = 1\n")
+    (case_dir / "nx.py").write_text("y = 2\n")  # the case changed: stale too
+    assert "benchmarks/cases/nx.py changed since" in results.stale_results(data, ex_dir, case_dir)["nx"].reason
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, code_sha256=None)
+    reason = results.stale_results(results.load(tmp_path / "res"), ex_dir, case_dir)["nx"].reason
+    assert "before its benchmark moved" in reason
     (ex_dir / "nx.py").unlink()
-    assert "no longer exists" in results.stale_results(data, ex_dir)["nx"].reason
+    assert "examples/nx.py does not exist" in results.stale_results(data, ex_dir, case_dir)["nx"].reason
     # the CLI prints them and fails only when asked to
     assert results.main(["--stale", "--results", str(tmp_path / "res")]) == 0
     out = capsys.readouterr().out
@@ -483,7 +509,7 @@ def test_stale_detection(tmp_path, capsys):
 # --- the measured code (code_sha256) -----------------------------------------------------------------
 
 SAMPLE = """\
-import torch  # µ: a multi-byte character before the specs (ast's offsets are in bytes)
+import torch  # µ: a multi-byte character before the code (ast's offsets are in bytes)
 
 
 def kernel(x):
@@ -491,117 +517,69 @@ def kernel(x):
     return x + 1  # a comment: not measured
 
 
-BENCHMARKS = [
-    {
-        "name": f"b_{dt}",
-        "title": f"Sample, {dt}, ≥ 2^{20}"
-                 f" (two lines)",
-        "x_name": "n",
-        "x_vals": [1024, 4096],
-        "providers": ["triton", "torch"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"dtype": dt},
-        "targets": [  # a comment inside the entry
-            {"kind": "ceiling", "label": "≥ 90% of copy", "min": 0.9},
-        ],
-    }
-    for dt in ("fp16", "bf16")
-] + [{"name": "µ_inline", "title": "Inline µ", "x_name": "n", "x_vals": [1], "providers": ["triton"], "metric": "us"}]
-OTHER = {"name": "not a spec", "title": "kept: no x_name"}
+BENCHMARKS = [{"name": "b", "x_name": "n", "x_vals": [1024, 4096], "metric": "GB/s"}]
+OTHER = {"name": "kept", "note": "# not a comment"}
 """
 # measured_code(SAMPLE), and its sha256, pinned: the runner (Python 3.12) and the site (3.11) must agree.
-# Cut: the presentation entries, every comment and docstring; then trailing blanks and blank lines.
+# Cut: every comment and docstring; then trailing blanks and blank lines.
 SAMPLE_CUT = "\n".join(line.rstrip() for line in SAMPLE.replace(
-    '        "title": f"Sample, {dt}, ≥ 2^{20}"\n                 f" (two lines)",\n', "").replace(
-    '        "targets": [  # a comment inside the entry\n'
-    '            {"kind": "ceiling", "label": "≥ 90% of copy", "min": 0.9},\n        ],\n', "").replace(
-    '"title": "Inline µ", ', "").replace(
-    "  # µ: a multi-byte character before the specs (ast's offsets are in bytes)", "").replace(
+    "  # µ: a multi-byte character before the code (ast's offsets are in bytes)", "").replace(
     "    '''A docstring: not measured.'''\n", "").replace("  # a comment: not measured", "").splitlines()
     if line.strip()) + "\n"
 # the same under the site's Python 3.11 and the GPU runner's 3.12
-SAMPLE_SHA = "9ef06e44ef64dd301a465434dc50c326c4d6929035e6e7778b409b957207bdef"
+SAMPLE_SHA = "f739eb9079733812661a87b44768f2125df098d6437519e3a9d5500b419426ad"
 
 
-def test_measured_code_cuts_titles_and_targets_by_text():
-    assert SAMPLE_CUT != SAMPLE and "kept: no x_name" in SAMPLE_CUT
+def test_measured_code_cuts_comments_and_docstrings_by_text():
+    assert SAMPLE_CUT != SAMPLE and "# not a comment" in SAMPLE_CUT
     assert results.measured_code(SAMPLE) == SAMPLE_CUT.encode()
     assert results.measured_code(SAMPLE.encode()) == SAMPLE_CUT.encode()  # str or bytes, same cut
-    assert results.code_sha256(SAMPLE) == hashlib.sha256(SAMPLE_CUT.encode()).hexdigest()
+    digest = hashlib.sha256(SAMPLE_CUT.encode() + b"\0").hexdigest()
+    assert results.code_sha256(SAMPLE) == results.code_sha256([SAMPLE]) == digest
 
 
 def test_code_sha256_is_pinned_on_a_sample():
     # Deterministic across runs and Python versions: a different value here means results measured under
     # another Python would all read as stale.
-    assert results.code_sha256(SAMPLE) == results.code_sha256(SAMPLE) == SAMPLE_SHA
+    assert results.code_sha256([SAMPLE, SAMPLE]) == results.code_sha256([SAMPLE, SAMPLE]) == SAMPLE_SHA
 
 
 @pytest.mark.parametrize("old, new", [
-    ('"Sample, {dt}, ≥ 2^{20}"', '"Renamed, {dt}"'),  # a title
-    ('"min": 0.9}', '"min": 0.95, "at": [4096]}'),  # a target
-    ('        "targets": [  # a comment inside the entry\n            {"kind": "ceiling", "label": "≥ 90% of copy", '
-     '"min": 0.9},\n        ],\n', ""),  # the targets entry removed, lines and all
-    ('        "args": {"dtype": dt},\n', '        "args": {"dtype": dt},\n        "title": "a second title",\n'),
-    ('"title": "Inline µ", ', ""),  # an inline entry removed
     ("  # a comment: not measured", "  # another comment"),  # comments and docstrings
     ("'''A docstring: not measured.'''", "'''Another docstring,\n    on two lines.'''"),
     ("def kernel(x):\n", "# a markdown cell\n#\n# more words\n\n\ndef kernel(x):\n"),
     ("    return x + 1", "    # --8<-- [start:kernel]\n    return x + 1"),
+    ("OTHER", "\n\nOTHER"),  # blank lines
 ])
-def test_code_sha256_ignores_presentation_edits(old, new):
+def test_code_sha256_ignores_comments_docstrings_and_blank_lines(old, new):
     assert old in SAMPLE
     assert results.code_sha256(SAMPLE.replace(old, new, 1)) == results.code_sha256(SAMPLE)
 
 
 @pytest.mark.parametrize("old, new", [
     ('"x_vals": [1024, 4096]', '"x_vals": [1024, 8192]'),
-    ('"providers": ["triton", "torch"]', '"providers": ["triton", "torch", "torch.compile"]'),
     ("return x + 1", "return x + 2"),  # the kernel
-    ('"args": {"dtype": dt}', '"args": {"dtype": dt, "rows": 7}'),
-    ('"metric": "GB/s"', '"metric": "TFLOP/s"'),
-    ('"ceiling": "copy"', '"ceiling": "fp16"'),
-    ('"x_name": "n",\n', '"x_name": "n",\n        "cudagraph": True,\n'),
-    ('"kept: no x_name"', '"changed: not a spec"'),  # "title" outside a bench spec is code
-    ('"kept: no x_name"', '"kept: # not a comment"'),  # a '#' inside a string is code
+    ('"# not a comment"', '"# still not a comment"'),  # a '#' inside a string is code
     ("    return x + 1", "    y = 1\n    return x + y"),  # a line of code added
 ])
 def test_code_sha256_changes_with_what_is_measured(old, new):
     assert old in SAMPLE
     assert results.code_sha256(SAMPLE.replace(old, new, 1)) != results.code_sha256(SAMPLE)
+    # in either file of a story (the example, then its case), and the order counts
+    assert results.code_sha256([SAMPLE, SAMPLE.replace(old, new, 1)]) != results.code_sha256([SAMPLE, SAMPLE])
+    assert results.code_sha256(["x = 1\n", "y = 1\n"]) != results.code_sha256(["y = 1\n", "x = 1\n"])
 
 
 def test_stale_detection_uses_the_measured_code(tmp_path):
-    ex_dir, sha = _examples_with(tmp_path, SAMPLE)
-    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)
-    meta_path = tmp_path / "res" / "h200" / "nx.meta.json"
-    meta = json.loads(meta_path.read_text())
-    meta_path.write_text(json.dumps({**meta, "code_sha256": results.code_sha256(SAMPLE)}))
+    ex_dir, case_dir, code = _story_with(tmp_path, SAMPLE, SAMPLE)
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, code_sha256=code)
     data = results.load(tmp_path / "res")
-    assert results.stale_results(data, ex_dir) == {}
-    (ex_dir / "nx.py").write_text(SAMPLE.replace("Sample,", "A new title,"))  # source_sha256 differs now
-    assert results.stale_results(data, ex_dir) == {}
-    (ex_dir / "nx.py").write_text(SAMPLE.replace("[1024, 4096]", "[1024, 8192]"))
-    (stale,) = results.stale_results(data, ex_dir).values()
-    assert "measured code of examples/nx.py changed" in stale.reason
-    meta_path.write_text(json.dumps(meta))  # no code_sha256: the whole file's sha256 decides
-    (ex_dir / "nx.py").write_text(SAMPLE.replace("Sample,", "A new title,"))
-    assert "examples/nx.py changed since" in results.stale_results(results.load(tmp_path / "res"), ex_dir)["nx"].reason
-
-
-def test_stale_detection_compares_cudagraph_timing_with_the_rows(tmp_path):
-    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
-    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)  # n_b has CUDA-graph rows
-    spec = {"example": "nx", "x_vals": [1, 2], "metric": "GB/s"}
-    for setting, stale in ((None, False), (True, False), (False, True)):
-        data = results.load(tmp_path / "res", specs={"n_b": {**spec, "cudagraph_timing": setting}})
-        assert ("nx" in results.stale_results(data, ex_dir)) is stale, setting
-    no_graph = [r for r in NEW_ROWS if r["timing"] != "cudagraph"]
-    write_new_format(tmp_path / "res" / "h200", no_graph, source_sha256=sha)
-    data = results.load(tmp_path / "res", specs={"n_b": {**spec, "cudagraph_timing": False}})
-    assert results.stale_results(data, ex_dir) == {}
-    data = results.load(tmp_path / "res", specs={"n_b": spec})
-    assert "took no CUDA-graph times of n_b" in results.stale_results(data, ex_dir)["nx"].reason
+    assert results.stale_results(data, ex_dir, case_dir) == {}
+    (case_dir / "nx.py").write_text(SAMPLE.replace("a comment:", "a new comment:"))  # the file's sha256 differs
+    assert results.stale_results(data, ex_dir, case_dir) == {}
+    (case_dir / "nx.py").write_text(SAMPLE.replace("[1024, 4096]", "[1024, 8192]"))
+    (stale,) = results.stale_results(data, ex_dir, case_dir).values()
+    assert "measured code of examples/nx.py or benchmarks/cases/nx.py changed" in stale.reason
 
 
 def _hooks():
@@ -621,14 +599,16 @@ def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
     PluginError = pytest.importorskip("mkdocs.exceptions", reason="needs the site tools").PluginError
 
     hooks = _hooks()
-    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
+    ex_dir, case_dir, _ = _story_with(tmp_path, "x = 1\n")
     (ex_dir / "ex.py").write_text("y = 1\n")
+    (case_dir / "ex.py").write_text("z = 1\n")
     write_synthetic(tmp_path / "res" / "h200")
-    meta = {**META, "source_sha256": results.sha256_of(ex_dir / "ex.py")}
+    meta = {**META, "code_sha256": results.code_sha256(["y = 1\n", "z = 1\n"]), "sources": {}}
     (tmp_path / "res" / "h200" / "ex.meta.json").write_text(json.dumps(meta))
     data = results.load(tmp_path / "res", specs=SPECS)
     monkeypatch.setattr(hooks.results, "load", lambda *args, **kwargs: data)
     monkeypatch.setattr(hooks, "EXAMPLES", ex_dir)
+    monkeypatch.setattr(hooks, "CASES", case_dir)
     out = hooks.on_page_markdown("fused: {{ bench value b_num@4096:triton }}.", Page, {}, None)
     assert out == "fused: 900 GB/s."  # the result matches its example: no notice
     with pytest.raises(PluginError, match="no result"):
@@ -640,11 +620,12 @@ def test_hook_fails_the_page_on_a_missing_result(tmp_path, monkeypatch):
 
 def test_hook_warns_on_a_page_quoting_stale_results(tmp_path, monkeypatch):
     hooks = _hooks()
-    ex_dir, sha = _examples_with(tmp_path, "x = 1\n")
-    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, source_sha256=sha)
+    ex_dir, case_dir, code = _story_with(tmp_path, "x = 1\n")
+    write_new_format(tmp_path / "res" / "h200", NEW_ROWS, code_sha256=code)
     data = results.load(tmp_path / "res")
     monkeypatch.setattr(hooks.results, "load", lambda *args, **kwargs: data)
     monkeypatch.setattr(hooks, "EXAMPLES", ex_dir)
+    monkeypatch.setattr(hooks, "CASES", case_dir)
     page = "# Title\n\n```python\n# not a title\n```\n\nIt takes {{ bench ms n_b@2:triton }}.\n"
     assert hooks.on_page_markdown(page, Page, {}, None) == page.replace("{{ bench ms n_b@2:triton }}", "0.5 ms")
     (ex_dir / "nx.py").write_text("x = 2\n")  # the example changes after its run
@@ -696,17 +677,19 @@ def test_compare_runs_leaves_out_examples_measured_at_other_code(tmp_path, capsy
     # Two versions of an example are not a reproduction: not judged, and said so; with nothing
     # left to judge the check fails instead of passing on zero points.
     rows = [_row("c", 1, "triton", "do_bench", 0.100)]
-    write_new_format(tmp_path / "A" / "h200", rows, source_sha256="a" * 64)
-    write_new_format(tmp_path / "B" / "h200", [_row("c", 1, "triton", "do_bench", 0.300)], source_sha256="b" * 64)
+    write_new_format(tmp_path / "A" / "h200", rows, code_sha256="a" * 64)
+    write_new_format(tmp_path / "B" / "h200", [_row("c", 1, "triton", "do_bench", 0.300)], code_sha256="b" * 64)
     out = tmp_path / "report.md"
     assert compare_runs.main([str(tmp_path / "A"), str(tmp_path / "B"), "--out", str(out)]) == 1
     assert "not compared (different code): nx" in capsys.readouterr().out
     assert "measured different versions of the example" in out.read_text()
-    # the same measured code (only titles or targets differ): compared
-    write_new_format(tmp_path / "A" / "h200", rows, source_sha256="a" * 64, code_sha256="c" * 64)
-    write_new_format(tmp_path / "B" / "h200", rows, source_sha256="b" * 64, code_sha256="c" * 64)
+    # the same measured code (only comments or other bytes of the files differ): compared
+    write_new_format(tmp_path / "A" / "h200", rows, code_sha256="c" * 64)
+    write_new_format(tmp_path / "B" / "h200", rows, code_sha256="c" * 64, sources={"examples/nx.py": "3" * 64})
     assert compare_runs.compare_folders(tmp_path / "A", tmp_path / "B")[1] == []
-    write_new_format(tmp_path / "B" / "h200", rows, source_sha256="b" * 64, code_sha256="d" * 64)
+    write_new_format(tmp_path / "B" / "h200", rows, code_sha256="d" * 64)
+    assert compare_runs.compare_folders(tmp_path / "A", tmp_path / "B")[1] == ["nx"]
+    write_new_format(tmp_path / "B" / "h200", rows, code_sha256=None)  # unknown code is never the same
     assert compare_runs.compare_folders(tmp_path / "A", tmp_path / "B")[1] == ["nx"]
 
 

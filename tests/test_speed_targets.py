@@ -1,12 +1,12 @@
-"""The speed targets declared in the examples' bench specs (scripts/targets.py): the schema's errors
-name the example and the bench, and the evaluator's verdicts, notes and row order, on made-up rows
+"""The speed targets of benchmarks/presentation.yml (scripts/targets.py): the schema's errors
+name the story and the bench, and the evaluator's verdicts, notes and row order, on made-up rows
 (no timing is asserted: every number here is invented)."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts import bench, results, targets
+from scripts import results, targets
 
 
 def _row(bench_name, x, provider, value, timing="do_bench", *, host_bound=False, spread=0.01, metric="GB/s"):
@@ -55,27 +55,26 @@ def test_a_target_that_cannot_be_judged_names_its_example_and_bench(target, word
     with pytest.raises(targets.TargetError) as err:
         targets.declared(specs)
     msg = str(err.value)
-    assert msg.startswith("examples/ex.py, bench b: target 1") and words in msg, msg
+    assert msg.startswith("presentation.yml, ex.b: target 1") and words in msg, msg
 
 
 def test_an_x_of_a_pooled_bench_is_checked_against_every_bench_of_the_pool():
     specs = {**_spec("b", [{"kind": "best_of", "label": "best", "min": 1.0, "peer": "torch", "benches": ["b", "c"],
                             "at": [4096]}]),
              **_spec("c", [], x_vals=[1024], example="other")}
-    with pytest.raises(targets.TargetError, match=r"examples/ex\.py, bench b: .*x 4096 is not among the x_vals of c"):
+    with pytest.raises(targets.TargetError, match=r"presentation\.yml, ex\.b: .*x 4096 is not among the x_vals of c"):
         targets.declared(specs)
 
 
 def test_the_real_targets_are_valid_and_judge_only_declared_benches():
-    specs = results.presentation()
+    specs = results.load().specs  # presentation.yml, completed from the committed rows
     points = targets.declared(specs)
     assert len(points) > 50
     declared = {name for name, spec in specs.items() if spec.get("x_vals") is not None}
     pending = {b for t, _ in points for b in t.benches if b not in declared}
-    assert pending == set()  # every target judges a bench some example declares ('pending' names none today)
-    assert set(targets.TARGET_KEYS) >= {k for name in bench.example_names()
-                                        for spec in __import__(name).BENCHMARKS for t in spec.get("targets", [])
-                                        for k in t}
+    assert pending == set()  # every target judges a measured bench ('pending' names none today)
+    assert set(targets.TARGET_KEYS) >= {k for spec in results.presentation().values()
+                                        for t in spec.get("targets", []) for k in t}
 
 
 # --- the verdicts ----------------------------------------------------------------------------------

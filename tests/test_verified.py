@@ -16,7 +16,7 @@ import types
 import pytest
 from support import ROOT
 
-from scripts import gpu_check, results
+from scripts import gpu_check, results, verified
 from scripts import verified as records
 
 RECORDS = gpu_check.load_records()
@@ -374,6 +374,28 @@ def test_scope_of_a_changed_example_test_helper_plugin_and_conftest(tmp_path):
     assert s.pages == ["docs/"] and s.tests == ["tests/test_site.py"]
     assert gpu_scope.scope(["tests/conftest.py", "examples/beta.py"], root=root).full
     assert gpu_scope.scope([], root=root).empty and gpu_scope.scope(["docs/a.md"], root=root).empty
+
+
+def test_scope_of_a_changed_benchmark_case(tmp_path):
+    from scripts import gpu_scope
+
+    root = _repo(tmp_path)
+    cases = {"benchmarks/cases/__init__.py": "import sys\n", "benchmarks/cases/peers.py": "",
+             "benchmarks/cases/alpha.py": "from alpha import x\nfrom benchmarks.cases.peers import compiled_peer\n",
+             "tests/test_alpha_case.py": "from benchmarks.cases import alpha as cases\n"}
+    for rel, text in cases.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    covered = sorted(set(verified.verified_files(root)))
+    assert {"benchmarks/cases/alpha.py", "benchmarks/cases/peers.py", "benchmarks/cases/__init__.py"} <= set(covered)
+    s = gpu_scope.scope(["benchmarks/cases/alpha.py"], root=root, covered=covered)
+    assert s.tests == ["tests/test_alpha_case.py"] and not s.examples and not s.pages
+    s = gpu_scope.scope(["benchmarks/cases/peers.py"], root=root, covered=covered)  # through the case
+    assert s.tests == ["tests/test_alpha_case.py"] and "benchmarks/cases/alpha.py" in s.covered
+    s = gpu_scope.scope(["examples/alpha.py"], root=root, covered=covered)  # the example reaches its case's tests
+    assert "tests/test_alpha_case.py" in s.tests and "benchmarks/cases/alpha.py" in s.covered
+    s = gpu_scope.scope(["examples/beta.py"], root=root, covered=covered)
+    assert "tests/test_alpha_case.py" not in s.tests and "benchmarks/cases/__init__.py" not in s.covered
 
 
 def test_scope_of_this_repository_reaches_an_examples_tests_pages_and_properties():
