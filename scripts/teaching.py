@@ -36,6 +36,9 @@ HISTORY: list[tuple[str, re.Pattern]] = [
 # Prose words (fenced code and expressions excluded) a page may hold, by path prefix.
 WORD_LIMITS = {"kernels/": 2000, "guide/": 2500}
 INDEX_PAGES = {"kernels/index.md", "guide/index.md"}
+# Widest line of code a teaching page shows (examples/ and exercises/ are formatted to it: their
+# ruff.toml), so that a listing reads without scrolling sideways.
+CODE_COLUMNS = 88
 
 _NOT_TEACHING = ("benchmarks.md", "benchmarks/", "practice/benchmarking.md", "examples/", "includes/", "widgets/")
 

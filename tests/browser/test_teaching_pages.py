@@ -76,6 +76,21 @@ def test_no_history_on_a_built_teaching_page(rel, built, site_dir):
     assert not found, f"{rel} (built: {built.relative_to(SITE)}) names the project's history:\n" + "\n".join(found)
 
 
+PRE = re.compile(r"<pre\b[^>]*>(.*?)</pre>", re.S)
+
+
+@pytest.mark.parametrize("rel,built", BUILT, ids=[rel for rel, _ in BUILT])
+def test_code_on_a_built_teaching_page_fits_without_scrolling(rel, built, site_dir):
+    """Every line of every listing a teaching page shows is at most CODE_COLUMNS wide."""
+    m = ARTICLE.search(built.read_text())
+    wide = []
+    for block in PRE.findall(m.group(1) if m else ""):
+        for line in htmllib.unescape(re.sub(r"<[^>]+>", "", block)).splitlines():
+            if len(line.rstrip()) > teaching.CODE_COLUMNS:
+                wide.append(f"{len(line.rstrip())}: {line.strip()[:60]}")
+    assert not wide, f"{rel}: {len(wide)} code line(s) over {teaching.CODE_COLUMNS} columns: {wide[:5]}"
+
+
 @pytest.mark.parametrize("rel", teaching_sources())
 def test_teaching_page_source_is_clean(rel):
     """History references and the prose word limits, on the Markdown source (scripts/teaching.py)."""
