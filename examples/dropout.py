@@ -11,11 +11,11 @@
 #
 # * one `@triton.jit` helper that decides "keep" from (seed, element index), used
 #   by the forward kernel and by a kernel that writes the mask for tests;
-# * a launcher that validates `x`, `p` and `seed`, and a torch reference given a mask;
+# * a launcher that validates `x`, `p` and `seed`, and a torch reference given a
+#   mask;
 # * a `torch.autograd.Function` whose backward is the forward kernel run on `dy`;
 # * the same operator registered with `torch.library.triton_op`, `gradcheck` in
-#   float64, `opcheck`, and a small model that uses it;
-# * the benchmark spec that `scripts/bench.py` runs on the GPU.
+#   float64, `opcheck`, and a small model that uses it.
 #
 # Run it with `python examples/dropout.py`.
 
@@ -26,7 +26,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -47,7 +47,7 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # --8<-- [start:kernel]
 @triton.jit
 def _keep(seed, offsets, p):
-    """True where the element at `offsets` survives: a uniform draw in [0, 1) that is >= p."""
+    """True where the element at `offsets` survives: a draw in [0, 1) that is >= p."""
     return tl.rand(seed, offsets) >= p  # (1)!
 
 
@@ -61,8 +61,9 @@ def dropout_kernel(
     seed,  # the random stream: 0 <= seed < 2**63
     BLOCK_SIZE: tl.constexpr,
 ):
-    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (3)!
-    p, scale = tl.cast(p, tl.float32), tl.cast(scale, tl.float32)  # fp64 when Inductor launches it
+    pid = tl.program_id(0).to(tl.int64)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (3)!
+    p, scale = tl.cast(p, tl.float32), tl.cast(scale, tl.float32)  # fp64 via Inductor
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask)
     if x.dtype != tl.float64:
@@ -73,10 +74,11 @@ def dropout_kernel(
 
 @triton.jit(do_not_specialize=["seed", "start"])
 def dropout_mask_kernel(mask_ptr, n_elements, p, seed, start, BLOCK_SIZE: tl.constexpr):
-    """Write the keep-mask (torch.bool) that `dropout_kernel` uses for elements start, start + 1, ..."""
+    """Write the keep-mask (torch.bool) that `dropout_kernel` uses for elements
+    start, start + 1, ..."""
     offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    p = tl.cast(p, tl.float32)
-    tl.store(mask_ptr + offsets, _keep(seed, start + offsets, p), mask=offsets < n_elements)
+    keep = _keep(seed, start + offsets, tl.cast(p, tl.float32))
+    tl.store(mask_ptr + offsets, keep, mask=offsets < n_elements)
 # --8<-- [end:kernel]
 
 
@@ -95,11 +97,11 @@ def dropout_mask_kernel(mask_ptr, n_elements, p, seed, start, BLOCK_SIZE: tl.con
 # --8<-- [start:launcher]
 import struct  # noqa: E402
 
-from torch.library import triton_op, wrap_triton  # noqa: E402  (wrap_triton: see "The operator")
+from torch.library import triton_op, wrap_triton  # noqa: E402  (see "The operator")
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 BLOCK_SIZE = 1024
-MAX_SEED = 2**63 - 1  # seeds are int64 (the operator's schema); Philox keys on all 64 bits
+MAX_SEED = 2**63 - 1  # int64 seeds (the operator's schema); Philox keys on all 64 bits
 
 
 def _check_p(p) -> float:
@@ -111,7 +113,7 @@ def _check_p(p) -> float:
 
 
 def _check_seed(seed) -> None:
-    if isinstance(seed, torch.SymInt):  # under torch.compile with a symbolic seed: checked when it is known
+    if isinstance(seed, torch.SymInt):  # symbolic under torch.compile: checked later
         return
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
@@ -123,18 +125,21 @@ def _check_x(x, name: str = "x") -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, got {x.dtype}")
+        raise TypeError(f"{name} must be float16, bfloat16, float32 or float64, "
+                        f"got {x.dtype}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def _fp32(v: float) -> float:
-    """v rounded to fp32, as a Python float: the value the kernel sees on every backend. Plain
-    Python (no tensor, no .item()): torch.compile traces this function."""
+    """v rounded to fp32, as a Python float: the value the kernel sees on every
+    backend. Plain Python (no tensor, no .item()): torch.compile traces this."""
     return struct.unpack("f", struct.pack("f", v))[0]
 
 
-def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x", wrap: bool = False) -> torch.Tensor:
+def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x",
+             wrap: bool = False) -> torch.Tensor:
     _check_x(x, name)
     p = _check_p(p)
     _check_seed(seed)
@@ -151,10 +156,8 @@ def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x", wrap: bool =
     return y
 
 
-def dropout_mask(shape, p: float, seed: int, device=None, start: int = 0) -> torch.Tensor:
-    """The keep-mask (torch.bool, `shape`) that `dropout(x, p, seed)` uses for any x of that many
-    elements; `start`: the mask of elements start, start + 1, ... of a larger x (row-major order)."""
-    device = DEVICE if device is None else torch.device(device)
+def _check_mask_args(shape, p, seed, start, device) -> tuple[float, int]:
+    """(p, number of elements) for `dropout_mask`, after checking every argument."""
     p = _check_p(p)
     _check_seed(seed)
     if isinstance(start, bool) or not isinstance(start, int):
@@ -162,24 +165,40 @@ def dropout_mask(shape, p: float, seed: int, device=None, start: int = 0) -> tor
     if not 0 <= start <= MAX_SEED:
         raise ValueError(f"start must be in [0, 2**63 - 1], got {start}")
     if device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("device is the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    n = torch.empty(shape, device="meta").numel()  # no memory: the size, checked before allocating
-    if start > 2**63 - n:  # the last index, start + n - 1, must be an int64 in the kernel
-        raise ValueError(f"start + numel must be at most 2**63, got start = {start} for {n} elements")
+        raise ValueError("device is the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+    n = torch.empty(shape, device="meta").numel()  # no memory: the size, checked first
+    if start > 2**63 - n:  # the last index, start + n - 1, must be an int64
+        raise ValueError("start + numel must be at most 2**63, "
+                         f"got start = {start} for {n} elements")
+    return p, n
+
+
+def dropout_mask(shape, p: float, seed: int, device=None, start: int = 0
+                 ) -> torch.Tensor:
+    """The keep-mask (torch.bool, `shape`) that `dropout(x, p, seed)` uses for any x
+    of that many elements; `start`: the mask of elements start, start + 1, ... of a
+    larger x (row-major order)."""
+    device = DEVICE if device is None else torch.device(device)
+    p, n = _check_mask_args(shape, p, seed, start, device)
     keep = torch.empty(shape, dtype=torch.bool, device=device)
     if n:
-        dropout_mask_kernel[(triton.cdiv(n, BLOCK_SIZE),)](keep, n, _fp32(p), seed, start, BLOCK_SIZE=BLOCK_SIZE)
+        grid = (triton.cdiv(n, BLOCK_SIZE),)
+        dropout_mask_kernel[grid](keep, n, _fp32(p), seed, start, BLOCK_SIZE=BLOCK_SIZE)
     return keep
 
 
 def dropout_reference(x: torch.Tensor, keep: torch.Tensor, p: float) -> torch.Tensor:
-    """The plain torch reference, given the mask: x * scale where kept, 0 elsewhere, with the
-    kernel's arithmetic (fp32 scale; fp32 maths for fp16/bf16/fp32, fp64 for fp64)."""
+    """The plain torch reference, given the mask: x * scale where kept, 0 elsewhere,
+    with the kernel's arithmetic (fp32 scale; fp32 maths for fp16/bf16/fp32, fp64
+    for fp64)."""
     p32 = _fp32(_check_p(p))
     scale = 0.0 if p32 == 1.0 else _fp32(1.0 / (1.0 - p32))
     compute = torch.float64 if x.dtype == torch.float64 else torch.float32
-    kept = (x.to(compute) * torch.tensor(scale, dtype=torch.float32).to(compute)).to(x.dtype)
-    return torch.where(keep.to(x.device), kept, torch.zeros((), dtype=x.dtype, device=x.device))
+    scale = torch.tensor(scale, dtype=torch.float32).to(compute)
+    kept = (x.to(compute) * scale).to(x.dtype)
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    return torch.where(keep.to(x.device), kept, zero)
 # --8<-- [end:launcher]
 
 
@@ -204,8 +223,8 @@ class DropoutFunction(torch.autograd.Function):
 
 
 def dropout(x: torch.Tensor, p: float, seed: int) -> torch.Tensor:
-    """Dropout with a keep-mask drawn from (seed, element index); differentiable in x."""
-    _check_x(x)  # the checks run here too, so a bad call fails before autograd records anything
+    """Dropout with a keep-mask drawn from (seed, element index); differentiable."""
+    _check_x(x)  # checked here too: a bad call fails before autograd records it
     _check_p(p)
     _check_seed(seed)
     return DropoutFunction.apply(x, p, seed)
@@ -257,12 +276,14 @@ def check_gradients(n: int = 6, p: float = 0.3, seed: int = 1234) -> None:
     assert torch.autograd.gradgradcheck(lambda t: dropout(t, p, seed), (x,))
     dy = torch.randn(n, dtype=torch.float64, device=DEVICE)
     (dx,) = torch.autograd.grad(dropout(x, p, seed), x, dy)
-    torch.testing.assert_close(dx, dropout_reference(dy, dropout_mask(n, p, seed), p), rtol=0, atol=0)
+    want = dropout_reference(dy, dropout_mask(n, p, seed), p)
+    torch.testing.assert_close(dx, want, rtol=0, atol=0)
     checks = ("test_schema", "test_autograd_registration")
     if DEVICE.type == "cuda":
         checks += ("test_faketensor", "test_aot_dispatch_dynamic")  # (2)!
     torch.library.opcheck(dropout_op, (x.float(), p, seed), test_utils=checks)
-    print(f"dropout: gradcheck, gradgradcheck and opcheck {list(checks)} passed on {DEVICE.type}")
+    print(f"dropout: gradcheck, gradgradcheck and opcheck {list(checks)} passed on "
+          f"{DEVICE.type}")
 # --8<-- [end:autograd-checks]
 
 
@@ -279,7 +300,8 @@ def check_gradients(n: int = 6, p: float = 0.3, seed: int = 1234) -> None:
 class MLP(torch.nn.Module):
     def __init__(self, d: int = 64, hidden: int = 256, p: float = 0.1):
         super().__init__()
-        self.up, self.down, self.p = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, d), p
+        self.up, self.down = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, d)
+        self.p = p
 
     def forward(self, x: torch.Tensor, seed: int) -> torch.Tensor:
         h = torch.relu(self.up(x))
@@ -296,7 +318,8 @@ def check_model(seed: int = 7) -> None:
     eager.sum().backward()
     grad = model.up.weight.grad.clone()
     if DEVICE.type != "cuda":  # (1)!
-        print("dropout: MLP forward and backward ran eagerly (torch.compile of a triton_op needs a GPU)")
+        print("dropout: MLP forward and backward ran eagerly (torch.compile of a "
+              "triton_op needs a GPU)")
         return
     model.zero_grad()
     compiled = torch.compile(model, fullgraph=True)
@@ -304,7 +327,8 @@ def check_model(seed: int = 7) -> None:
     out.sum().backward()
     torch.testing.assert_close(out, eager)  # same seed, same mask: compiled == eager
     torch.testing.assert_close(model.up.weight.grad, grad)
-    print("dropout: MLP under torch.compile(fullgraph=True) matches eager, forward and backward")
+    print("dropout: MLP under torch.compile(fullgraph=True) matches eager, forward "
+          "and backward")
 # --8<-- [end:model]
 
 
@@ -327,98 +351,9 @@ def self_check(sizes=(1, 17, 1025, 4099), seed: int = 2024) -> None:
     assert not dropout(x, 1.0, seed).any()
     kept = dropout_mask(2**14, 0.25, seed).float().mean().item()
     assert abs(kept - 0.75) < 6 * (0.75 * 0.25 / 2**14) ** 0.5, kept
-    print(f"dropout: kernel == reference given its mask on {DEVICE.type} for n in {list(sizes)}, "
-          f"p in [0, 0.25, 1]; keep rate {kept:.4f} at p = 0.25")
+    print(f"dropout: kernel == reference given its mask on {DEVICE.type} for n in "
+          f"{list(sizes)}, p in [0, 0.25, 1]; keep rate {kept:.4f} at p = 0.25")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Forward only, fp16, `p = 0.1`. Bytes credited to every provider: read `x`, write
-# `y` (`2 * n * 2`). Eager `torch.nn.functional.dropout(training=True)` on CUDA
-# runs `native_dropout`, which also writes a one-byte bool mask for its backward
-# (`5 * n` bytes in all); `torch.compile` of the same call needs no mask when
-# nothing requires grad and writes only `y`; ours never writes one.
-#
-# The check before timing: torch's random numbers are not Triton's, so a peer's
-# output cannot equal ours. For `triton` the reference is exact (`dropout_mask` with
-# the same seed). For the peers the reference is built from the peer's own output:
-# wherever it is nonzero it must equal `x / (1 - p)` (at fp16 tolerance), and the
-# fraction kept must lie within 6 binomial standard deviations of `1 - p` (else
-# `ref()` raises). To get at the output, the eager peer remembers its last result
-# (one list store per call), and the compiled peer writes into a buffer it is given.
-
-
-# %%
-BENCH_P, BENCH_SEED = 0.1, 12345
-BENCHMARKS = [
-    {
-        "name": "dropout_fp16",
-        "title": "Dropout forward, fp16, p = 0.1",
-        "x_name": "n",
-        "x_vals": [2**20, 2**22, 2**24, 2**26, 2**28],
-        "tiny_x_vals": [1, 1025, 4097],
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"dtype": "float16", "p": BENCH_P},
-    },
-]
-
-
-def _torch_dropout_into(t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """What the torch.compile peer compiles: torch's dropout, written into `out` (fused by Inductor)."""
-    return out.copy_(torch.nn.functional.dropout(t, p=BENCH_P, training=True))
-
-
-def _peer_reference(x: torch.Tensor, out: torch.Tensor, p: float) -> torch.Tensor:
-    """The output a correct dropout gives with the mask `out` shows; raises if the keep rate is off."""
-    keep = out != 0
-    n = keep.numel()
-    if n:
-        rate = keep.double().mean().item()
-        sigma = (p * (1 - p) / n) ** 0.5
-        if abs(rate - (1 - p)) > 6 * sigma + 1 / n:
-            raise AssertionError(f"keep rate {rate:.5f}, expected {1 - p} +- {6 * sigma:.5f} (n = {n})")
-    return torch.where(keep, (x.float() / (1 - p)).to(x.dtype), torch.zeros((), dtype=x.dtype, device=x.device))
-
-
-def bench_case(name: str, provider: str, x: int, device=None, dtype="float16", p=BENCH_P) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    t = torch.randn(x, device=device, dtype=getattr(torch, dtype))
-    last = []  # the eager peer's latest output, for its check
-
-    def torch_dropout():
-        last[:] = [torch.nn.functional.dropout(t, p=p, training=True)]
-        return last[0]
-
-    out = torch.empty_like(t)  # the compiled peer's output buffer
-    if provider == "triton":
-        case = {"fn": lambda: dropout(t, p, BENCH_SEED),
-                "ref": lambda: dropout_reference(t, dropout_mask(x, p, BENCH_SEED, device), p),
-                "rtol": 0.0, "atol": 0.0}
-    elif provider == "torch":
-        case = {"fn": torch_dropout, "ref": lambda: _peer_reference(t, last[0], p), "rtol": 1e-2, "atol": 1e-2}
-    else:
-        case = {**_compiled_peer(_torch_dropout_into, t, out), "ref": lambda: _peer_reference(t, out, p),
-                "rtol": 1e-2, "atol": 1e-2}
-    return {**case, "work": 2 * x * t.element_size()}  # bytes: read x, write y
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -13,7 +13,8 @@
 #    column, in a fixed order: the same inputs give the same bits on every run.
 #
 # fp32, fp16 and bf16 in, the same dtype out, fp32 arithmetic inside. Wrapped as
-# a `torch.autograd.Function` and, for `torch.compile`, as a `torch.library.triton_op`.
+# a `torch.autograd.Function` and, for `torch.compile`, as a
+# `torch.library.triton_op`.
 #
 # Run it with `python examples/layer_norm.py`.
 
@@ -24,7 +25,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -37,11 +38,12 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # ## The reference
 #
 # What we must match: `torch.nn.functional.layer_norm` computed in fp32 and cast
-# back to the input's dtype; its gradients come from torch's autograd, also in fp32.
+# back to the input's dtype; its gradients come from torch's autograd, in fp32 too.
 
 
 # %%
 # --8<-- [start:reference]
+import functools
 import math
 from numbers import Real
 
@@ -49,14 +51,16 @@ import torch.nn.functional as F
 from torch.library import triton_op, wrap_triton
 
 
-def layer_norm_torch(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def layer_norm_torch(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                     eps: float = 1e-5) -> torch.Tensor:
     """The plain torch reference: fp32 maths, result in x's dtype."""
-    return F.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(), eps).to(x.dtype)
+    y = F.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(), eps)
+    return y.to(x.dtype)
 
 
 def layer_norm_grads_torch(dy, x, weight, bias, eps: float = 1e-5):
-    """(dx, dweight, dbias) of the reference, by torch's autograd in fp32 (float64 stays float64),
-    cast to the inputs' dtypes."""
+    """(dx, dweight, dbias) of the reference, by torch's autograd in fp32 (float64
+    stays float64), cast to the inputs' dtypes."""
     acc = torch.promote_types(x.dtype, torch.float32)
     xs, ws, bs = (t.detach().to(acc).requires_grad_(True) for t in (x, weight, bias))
     y = F.layer_norm(xs, x.shape[-1:], ws, bs, eps)
@@ -131,7 +135,7 @@ def layer_norm_bwd_kernel(
     mean_ptr,  # [M] fp32, from the forward
     rstd_ptr,  # [M] fp32, from the forward
     dx_ptr,  # gradient of the input, [M, N] contiguous
-    dw_part_ptr,  # [num_groups, N] fp32: this program's share of dW goes in row program_id
+    dw_part_ptr,  # [num_groups, N] fp32: this program's share of dW, row program_id
     db_part_ptr,  # [num_groups, N] fp32: the same for db
     n_rows,  # M
     n_cols,  # N
@@ -150,7 +154,8 @@ def layer_norm_bwd_kernel(
     for i in tl.range(group, n_rows, tl.num_programs(0), num_stages=NUM_STAGES):  # (1)!
         row = tl.cast(i, tl.int64)  # int64 before the multiply by a stride
         x = tl.load(x_ptr + row * stride_xm + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_ptr + row * stride_dym + cols, mask=mask, other=0.0)
+        dy = dy.to(tl.float32)
         mean = tl.load(mean_ptr + row)
         rstd = tl.load(rstd_ptr + row)
         x_hat = tl.where(mask, (x - mean) * rstd, 0.0)
@@ -158,7 +163,8 @@ def layer_norm_bwd_kernel(
         c1 = tl.sum(g * x_hat, axis=0) / n_cols
         c2 = tl.sum(g, axis=0) / n_cols
         dx = (g - (x_hat * c1 + c2)) * rstd  # (2)!
-        tl.store(dx_ptr + row * stride_dxm + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        dx = dx.to(dx_ptr.dtype.element_ty)
+        tl.store(dx_ptr + row * stride_dxm + cols, dx, mask=mask)
         dw_acc += dy * x_hat
         db_acc += dy
     part = group.to(tl.int64) * n_cols + cols  # (3)!
@@ -195,11 +201,12 @@ def layer_norm_dwdb_kernel(
     for g0 in tl.range(0, n_groups, BLOCK_G, num_stages=NUM_STAGES):
         groups = g0 + tl.arange(0, BLOCK_G)
         mask = (groups < n_groups)[:, None] & col_mask[None, :]
-        offs = groups.to(tl.int64)[:, None] * n_cols + cols[None, :]  # past 2**31 partial elements
+        offs = groups.to(tl.int64)[:, None] * n_cols + cols[None, :]  # past 2**31 too
         dw += tl.load(dw_part_ptr + offs, mask=mask, other=0.0)
         db += tl.load(db_part_ptr + offs, mask=mask, other=0.0)
-    tl.store(dw_ptr + cols, tl.sum(dw, axis=0).to(dw_ptr.dtype.element_ty), mask=col_mask)
-    tl.store(db_ptr + cols, tl.sum(db, axis=0).to(db_ptr.dtype.element_ty), mask=col_mask)
+    dw, db = tl.sum(dw, axis=0), tl.sum(db, axis=0)
+    tl.store(dw_ptr + cols, dw.to(dw_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(db_ptr + cols, db.to(db_ptr.dtype.element_ty), mask=col_mask)
 # --8<-- [end:reduce-kernel]
 
 
@@ -223,21 +230,28 @@ INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
 
 
 def _num_warps(block_n: int) -> int:
-    """At most 32 fp32 values of a row per thread: 4 warps up to 2048, 8 up to 8192, then 16 and 32."""
-    return 4 if block_n <= 2048 else 8 if block_n <= 8192 else 16 if block_n <= 16384 else 32
+    """At most 32 fp32 values of a row per thread: 4 warps up to 2048, 8 up to 8192,
+    then 16 and 32."""
+    if block_n <= 2048:
+        return 4
+    return 8 if block_n <= 8192 else 16 if block_n <= 16384 else 32
 
 
 def _sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of the device; a small stand-in for the interpreter."""
-    if device.type != "cuda":
-        return 4
-    return torch.cuda.get_device_properties(device).multi_processor_count
+    return _gpu_sm_count(device.index) if device.type == "cuda" else 4
+
+
+@functools.lru_cache
+def _gpu_sm_count(index: int | None) -> int:
+    """Asked once per device index, not on every launch."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def _bwd_settings(block_n: int) -> tuple[int, int, int]:
-    """Stage 1's (warps, programs per SM, pipeline stages), the fastest measured on the H200: the
-    shorter the row, the more programs share an SM. At 16384 every setting spills; pipelining
-    does not pay there."""
+    """Stage 1's (warps, programs per SM, pipeline stages), the fastest measured on the
+    H200: the shorter the row, the more programs share an SM. At 16384 every setting
+    spills; pipelining does not pay there."""
     if block_n <= 1024:
         return 4, 8, 3
     if block_n <= 2048:
@@ -250,9 +264,9 @@ def _bwd_settings(block_n: int) -> tuple[int, int, int]:
 
 
 def _reduce_tile(block_n: int) -> tuple[int, int, int, int]:
-    """Stage 2's (partial rows per step, columns per program, warps, stages): many programs over
-    narrow columns when there are many partial rows (short rows), the 128-byte tile pipelined
-    otherwise."""
+    """Stage 2's (partial rows per step, columns per program, warps, stages): many
+    programs over narrow columns when there are many partial rows (short rows), the
+    128-byte tile pipelined otherwise."""
     if block_n <= 1024:
         return 256, 8, 8, 1
     if block_n <= 2048:
@@ -260,15 +274,23 @@ def _reduce_tile(block_n: int) -> tuple[int, int, int, int]:
     return 64, 32, 4, 3
 
 
-def _num_groups(n_rows: int, block_n: int, device: torch.device) -> int:
-    """Stage 1's grid: `_bwd_settings`' programs per SM, at most one per row. n_rows >= 1; under
-    torch.compile with dynamic shapes it is a torch.SymInt, and so is the result."""
-    per_sm = _bwd_settings(block_n)[1]  # (2)!
-    return torch.sym_min(n_rows, _sm_count(device) * per_sm)
+def _num_groups(n_rows: int, block_n: int, device: torch.device,
+                num_groups: int | None = None) -> int:
+    """Stage 1's grid: `num_groups` if given, else `_bwd_settings`' programs per SM; at
+    most one per row. n_rows >= 1; under torch.compile with dynamic shapes it is a
+    torch.SymInt, and so is the result."""
+    if num_groups is None:
+        per_sm = _bwd_settings(block_n)[1]  # (2)!
+        return torch.sym_min(n_rows, _sm_count(device) * per_sm)
+    g = num_groups
+    if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= INT32_MAX:
+        raise ValueError("num_groups must be a positive int (programs of stage 1), "
+                         f"got {num_groups!r}")
+    return torch.sym_min(num_groups, n_rows)  # a group with no rows would add zeros
 
 
 def _launcher(kernel, wrap: bool):
-    """kernel[grid](...) eagerly; wrap_triton(kernel)[grid](...) inside a triton_op (traceable)."""
+    """kernel[grid](...) eagerly; wrap_triton(kernel)[grid](...) in a triton_op."""
     return wrap_triton(kernel) if wrap else kernel
 
 
@@ -278,21 +300,25 @@ def _check_tensor(name: str, t) -> None:
     if t.dtype not in SUPPORTED_DTYPES:
         raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def _rows(name: str, t: torch.Tensor) -> torch.Tensor:
-    """t as an [M, N] view with unit column stride (N = t.shape[-1]), or a ValueError naming t."""
+    """t as an [M, N] view with unit column stride (N = t.shape[-1]), or a ValueError
+    naming t."""
     if t.dim() == 0:
         raise ValueError(f"{name} must have at least one dimension, got a 0-d tensor")
     m, n = math.prod(t.shape[:-1]), t.shape[-1]
     try:
         rows = t.view(m, n)
     except RuntimeError:
-        raise ValueError(f"{name}'s leading dimensions cannot be viewed as one row dimension (strides "
-                         f"{t.stride()} for shape {tuple(t.shape)}): pass {name}.contiguous()") from None
+        raise ValueError(f"{name}'s leading dimensions cannot be viewed as one row "
+                         f"dimension (strides {t.stride()} for shape "
+                         f"{tuple(t.shape)}): pass {name}.contiguous()") from None
     if n > 1 and rows.stride(1) != 1:
-        raise ValueError(f"{name} must have unit stride along its last dim, got strides {t.stride()}")
+        raise ValueError(f"{name} must have unit stride along its last dim, "
+                         f"got strides {t.stride()}")
     return rows
 
 
@@ -300,11 +326,13 @@ def _check_inputs(x, weight, bias, eps) -> None:
     for name, t in (("x", x), ("weight", weight), ("bias", bias)):
         _check_tensor(name, t)
     if x.dim() == 0:
-        raise ValueError("x must have at least one dimension (the one normalized), got a 0-d tensor")
+        raise ValueError("x must have at least one dimension (the one normalized), "
+                         "got a 0-d tensor")
     n = x.shape[-1]
     for name, t in (("weight", weight), ("bias", bias)):
         if t.shape != (n,):
-            raise ValueError(f"{name} must have shape (N,) = ({n},), the last dim of x, got {tuple(t.shape)}")
+            raise ValueError(f"{name} must have shape (N,) = ({n},), the last dim of "
+                             f"x, got {tuple(t.shape)}")
         if t.dtype != x.dtype:
             raise TypeError(f"{name} must have x's dtype {x.dtype}, got {t.dtype}")
         if t.device != x.device:
@@ -314,67 +342,76 @@ def _check_inputs(x, weight, bias, eps) -> None:
     if not (math.isfinite(eps) and eps > 0):
         raise ValueError(f"eps must be positive and finite, got {eps}")
     if n > MAX_N:
-        raise ValueError(f"x's last dim N = {n} is longer than MAX_N = {MAX_N}, the longest row one tile holds")
+        raise ValueError(f"x's last dim N = {n} is longer than MAX_N = {MAX_N}, "
+                         "the longest row one tile holds")
 
 
-def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5, *,
-                   wrap: bool = False):
-    """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,), M = x.numel() // N.
-    wrap: launch through wrap_triton (inside a triton_op)."""
+def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                   eps: float = 1e-5, *, wrap: bool = False):
+    """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,),
+    M = x.numel() // N. wrap: launch through wrap_triton (inside a triton_op)."""
     _check_inputs(x, weight, bias, eps)
     return _layer_norm_fwd(x, weight, bias, eps, wrap)
 
 
 def _layer_norm_fwd(x, weight, bias, eps, wrap=False):
-    """layer_norm_fwd after _check_inputs: for a caller that has just made those checks."""
+    """layer_norm_fwd after _check_inputs, for a caller that has just made them."""
     x2 = _rows("x", x)
     n_rows, n_cols = x2.shape
     if n_rows > INT32_MAX:  # refused before anything is allocated
-        raise ValueError(f"x has {n_rows} rows: one program per row allows at most 2**31 - 1")
+        raise ValueError(f"x has {n_rows} rows: one program per row allows at most "
+                         "2**31 - 1")
     y = torch.empty(x.shape, device=x.device, dtype=x.dtype)
     mean = torch.empty(n_rows, device=x.device, dtype=torch.float32)
     rstd = torch.empty(n_rows, device=x.device, dtype=torch.float32)
-    if n_rows == 0 or n_cols == 0:  # nothing to normalize: an empty y (and NaN statistics for N = 0)
+    if n_rows == 0 or n_cols == 0:  # an empty y (and NaN statistics for N = 0)
         return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
     block_n = triton.next_power_of_2(n_cols)
     _launcher(layer_norm_fwd_kernel, wrap)[(n_rows,)](
         x2, y, weight.contiguous(), bias.contiguous(), mean, rstd,  # (3)!
-        n_cols, x2.stride(0), n_cols, float(eps), BLOCK_N=block_n, num_warps=_num_warps(block_n))
+        n_cols, x2.stride(0), n_cols, float(eps),
+        BLOCK_N=block_n, num_warps=_num_warps(block_n))
     return y, mean, rstd
 
 
-def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
-                   rstd: torch.Tensor, num_groups: int | None = None, *, wrap: bool = False):
-    """(dx, dweight, dbias) from the forward's input, mean and rstd. num_groups: stage 1's grid;
-    wrap: launch through wrap_triton (inside a triton_op)."""
+def _check_bwd_inputs(dy, x, weight, mean, rstd) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x, dy) as [M, N] row views, once every argument of layer_norm_bwd is checked."""
     for name, t in (("dy", dy), ("x", x), ("weight", weight)):
         _check_tensor(name, t)
     if dy.shape != x.shape or dy.dtype != x.dtype or dy.device != x.device:
-        raise ValueError(f"dy must match x, got {tuple(dy.shape)} {dy.dtype} {dy.device} "
-                         f"for x {tuple(x.shape)} {x.dtype} {x.device}")
+        raise ValueError(f"dy must match x, got {tuple(dy.shape)} {dy.dtype} "
+                         f"{dy.device} for x {tuple(x.shape)} {x.dtype} {x.device}")
     x2, dy2 = _rows("x", x), _rows("dy", dy)
     n_rows, n_cols = x2.shape
-    if weight.shape != (n_cols,) or weight.dtype != x.dtype or weight.device != x.device:
-        raise ValueError(f"weight must be ({n_cols},) {x.dtype} on {x.device}, got {tuple(weight.shape)} "
-                         f"{weight.dtype} {weight.device}")
+    if weight.shape != (n_cols,) or weight.dtype != x.dtype \
+            or weight.device != x.device:
+        raise ValueError(f"weight must be ({n_cols},) {x.dtype} on {x.device}, "
+                         f"got {tuple(weight.shape)} {weight.dtype} {weight.device}")
     for name, t in (("mean", mean), ("rstd", rstd)):
-        if not isinstance(t, torch.Tensor) or t.shape != (n_rows,) or t.dtype != torch.float32 \
-                or t.device != x.device or not t.is_contiguous():
-            raise ValueError(f"{name} must be the forward's contiguous fp32 ({n_rows},) tensor on {x.device}")
+        if not isinstance(t, torch.Tensor) or t.shape != (n_rows,) \
+                or t.dtype != torch.float32 or t.device != x.device \
+                or not t.is_contiguous():
+            raise ValueError(f"{name} must be the forward's contiguous fp32 "
+                             f"({n_rows},) tensor on {x.device}")
+    if n_rows and n_cols > MAX_N:  # an empty x has zero sums, whatever its N
+        raise ValueError(f"x's last dim N = {n_cols} is longer than MAX_N = {MAX_N}")
+    return x2, dy2
+
+
+def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                   mean: torch.Tensor, rstd: torch.Tensor,
+                   num_groups: int | None = None, *, wrap: bool = False):
+    """(dx, dweight, dbias) from the forward's input, mean and rstd. num_groups: stage
+    1's grid; wrap: launch through wrap_triton (inside a triton_op)."""
+    x2, dy2 = _check_bwd_inputs(dy, x, weight, mean, rstd)
+    n_rows, n_cols = x2.shape
     dx = torch.empty(x.shape, device=x.device, dtype=x.dtype)
     if n_rows == 0 or n_cols == 0:  # a sum over no rows is zero
         return dx, torch.zeros_like(weight), torch.zeros_like(weight)
-    if n_cols > MAX_N:
-        raise ValueError(f"x's last dim N = {n_cols} is longer than MAX_N = {MAX_N}")
     block_n = triton.next_power_of_2(n_cols)
-    if num_groups is None:
-        groups = _num_groups(n_rows, block_n, x.device)  # a SymInt when compiled with dynamic shapes
-    elif isinstance(num_groups, bool) or not isinstance(num_groups, int) or not 1 <= num_groups <= INT32_MAX:
-        raise ValueError(f"num_groups must be a positive int (programs of stage 1), got {num_groups!r}")
-    else:
-        groups = torch.sym_min(num_groups, n_rows)  # a group with no rows would only add zeros
-    dw_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)  # (4)!
-    db_part = torch.empty((groups, n_cols), device=x.device, dtype=torch.float32)
+    groups = _num_groups(n_rows, block_n, x.device, num_groups)  # SymInt if dynamic
+    dw_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)  # (4)!
+    db_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)
     warps, _, stages = _bwd_settings(block_n)
     _launcher(layer_norm_bwd_kernel, wrap)[(groups,)](
         dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,
@@ -418,15 +455,18 @@ class LayerNormFunction(torch.autograd.Function):
         return dx, dw, db, None  # no gradient for eps
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """Layer norm over the last dim of x, computed in fp32; differentiable in x, weight and bias.
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+               eps: float = 1e-5) -> torch.Tensor:
+    """Layer norm over the last dim of x, computed in fp32; differentiable in x, weight
+    and bias.
 
-    x: float16, bfloat16 or float32, any leading shape, unit stride along the last dim,
-    leading dims that view as one row dim (else pass x.contiguous()). weight, bias: (N,),
-    x's dtype and device (any strides: they are made contiguous, N elements each).
+    x: float16, bfloat16 or float32, any leading shape, unit stride along the last
+    dim, leading dims that view as one row dim (else pass x.contiguous()). weight,
+    bias: (N,), x's dtype and device (any strides: made contiguous, N elements each).
     """
     _check_inputs(x, weight, bias, eps)
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or bias.requires_grad):
+    needs_grad = x.requires_grad or weight.requires_grad or bias.requires_grad
+    if torch.is_grad_enabled() and needs_grad:
         return LayerNormFunction.apply(x, weight, bias, eps)
     return _layer_norm_fwd(x, weight, bias, eps)[0]  # (1)!
 # --8<-- [end:autograd]
@@ -450,8 +490,9 @@ def layer_norm_fwd_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
 
 
 @triton_op("tit::layer_norm_bwd", mutates_args={})
-def layer_norm_bwd_op(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, mean: torch.Tensor,
-                      rstd: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def layer_norm_bwd_op(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
+                      mean: torch.Tensor, rstd: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return layer_norm_bwd(dy, x, weight, mean, rstd, wrap=True)
 
 
@@ -470,8 +511,10 @@ def _backward(ctx, dy, _dmean, _drstd):
 layer_norm_fwd_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
-    """layer_norm through the registered operator: checked here, then torch.ops.tit.layer_norm_fwd."""
+def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                  eps: float = 1e-5) -> torch.Tensor:
+    """layer_norm through the registered operator: checked here, then
+    torch.ops.tit.layer_norm_fwd."""
     _check_inputs(x, weight, bias, eps)
     return layer_norm_fwd_op(x, weight, bias, float(eps))[0]
 # --8<-- [end:triton-op]
@@ -494,7 +537,7 @@ def layer_norm_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps
 # %%
 # --8<-- [start:autograd-checks]
 def check_gradients(rows: int = 6, cols: int = 37, eps: float = 1e-5) -> None:
-    x, dy = torch.randn(rows, cols, device=DEVICE), torch.randn(rows, cols, device=DEVICE)
+    x, dy = (torch.randn(rows, cols, device=DEVICE) for _ in range(2))
     w, b = torch.randn(cols, device=DEVICE), torch.randn(cols, device=DEVICE)
     x64, w64, b64 = (t.double().requires_grad_(True) for t in (x, w, b))
     y64 = F.layer_norm(x64, (cols,), w64, b64, eps)
@@ -504,16 +547,17 @@ def check_gradients(rows: int = 6, cols: int = 37, eps: float = 1e-5) -> None:
         y = fn(xg, wg, bg, eps)
         got = (y.detach(), *torch.autograd.grad(y, (xg, wg, bg), dy))
         for name, g, r in zip(("y", "dx", "dweight", "dbias"), got, want, strict=True):
-            torch.testing.assert_close(g.double(), r, rtol=1e-4, atol=1e-4,
-                                       msg=lambda m, f=fn.__name__, n=name: f"{f}, {n}: {m}")
+            msg = lambda m, f=fn.__name__, n=name: f"{f}, {n}: {m}"
+            torch.testing.assert_close(g.double(), r, rtol=1e-4, atol=1e-4, msg=msg)
     checks = ("test_schema", "test_autograd_registration")
     if DEVICE.type == "cuda":
         checks += ("test_faketensor", "test_aot_dispatch_dynamic")
-    torch.library.opcheck(layer_norm_fwd_op, (x.clone().requires_grad_(True), w, b, eps), test_utils=checks)
+    xg = x.clone().requires_grad_(True)
+    torch.library.opcheck(layer_norm_fwd_op, (xg, w, b, eps), test_utils=checks)
     _, mean, rstd = layer_norm_fwd(x, w, b, eps)
     torch.library.opcheck(layer_norm_bwd_op, (dy, x, w, mean, rstd), test_utils=checks)
-    print(f"layer_norm: y, dx, dweight and dbias match float64 autograd; opcheck {list(checks)} passed "
-          f"on {DEVICE.type}")
+    print("layer_norm: y, dx, dweight and dbias match float64 autograd; opcheck "
+          f"{list(checks)} passed on {DEVICE.type}")
 # --8<-- [end:autograd-checks]
 
 
@@ -548,7 +592,8 @@ def check_model(batch: int = 3, seq: int = 11, d: int = 64) -> None:
     eager.square().mean().backward()
     grads = {name: p.grad.clone() for name, p in model.named_parameters()}
     if DEVICE.type != "cuda":  # (1)!
-        print("layer_norm: MLP forward and backward ran eagerly (torch.compile of a triton_op needs a GPU)")
+        print("layer_norm: MLP forward and backward ran eagerly (torch.compile of a "
+              "triton_op needs a GPU)")
         return
     for dynamic in (False, True):
         torch.compiler.reset()
@@ -557,9 +602,11 @@ def check_model(batch: int = 3, seq: int = 11, d: int = 64) -> None:
         out.square().mean().backward()
         torch.testing.assert_close(out, eager, rtol=2e-3, atol=2e-3)
         for name, p in model.named_parameters():
+            msg = lambda m, n=name, dyn=dynamic: f"dynamic={dyn}, {n}: {m}"
             torch.testing.assert_close(p.grad, grads[name], rtol=2e-3, atol=2e-3,
-                                       msg=lambda m, n=name, dyn=dynamic: f"dynamic={dyn}, {n}: {m}")
-    print("layer_norm: MLP under torch.compile(fullgraph=True), static and dynamic shapes, matches eager")
+                                       msg=msg)
+    print("layer_norm: MLP under torch.compile(fullgraph=True), static and dynamic "
+          "shapes, matches eager")
 # --8<-- [end:model]
 
 
@@ -582,121 +629,21 @@ def self_check(shapes=((1, 1), (7, 17), (33, 781), (5, 1025)), eps=1e-5) -> None
         torch.testing.assert_close(y, layer_norm_torch(x, w, b, eps), **tol)
         dy = torch.randn_like(y)
         y.backward(dy)
-        for got, want in zip((xg.grad, wg.grad, bg.grad), layer_norm_grads_torch(dy, x, w, b, eps), strict=True):
+        wants = layer_norm_grads_torch(dy, x, w, b, eps)
+        for got, want in zip((xg.grad, wg.grad, bg.grad), wants, strict=True):
             torch.testing.assert_close(got, want, **tol)
-    x = torch.randn(2, 9, 2 * 300, device=DEVICE)[:, 1:7, 5:305]  # 3-D, rows 600 apart, a storage offset
+    # 3-D, rows 600 apart, a storage offset
+    x = torch.randn(2, 9, 2 * 300, device=DEVICE)[:, 1:7, 5:305]
     w, b = torch.randn(300, device=DEVICE), torch.randn(300, device=DEVICE)
-    torch.testing.assert_close(layer_norm_op(x.reshape(-1, 300), w, b), layer_norm_torch(x.reshape(-1, 300), w, b),
-                               **tol)
-    torch.testing.assert_close(layer_norm(x[0], w, b), layer_norm_torch(x[0], w, b), **tol)
-    print(f"layer_norm: forward and the gradients of x, weight and bias match torch on {DEVICE.type} "
-          f"for shapes {[tuple(s) for s in shapes]} and a row-strided view")
+    x2 = x.reshape(-1, 300)
+    want = layer_norm_torch(x2, w, b)
+    torch.testing.assert_close(layer_norm_op(x2, w, b), want, **tol)
+    want = layer_norm_torch(x[0], w, b)
+    torch.testing.assert_close(layer_norm(x[0], w, b), want, **tol)
+    print("layer_norm: forward and the gradients of x, weight and bias match torch on "
+          f"{DEVICE.type} for shapes {[tuple(s) for s in shapes]} and a row-strided "
+          "view")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Bytes moved, whichever provider runs: the forward reads `x` and writes `y`
-# (plus `weight` and `bias` once); the backward reads `x`, `dy`, the per-row
-# mean and rstd and `weight`, and writes `dx`, `dweight` and `dbias`. The partial
-# sums of stage 2 are not counted: they are this kernel's overhead. Rows of
-# `M = 2**26 / N` keep each `[M, N]` tensor at 128 MB in fp16, twice the L2.
-
-
-# %%
-HIDDEN = [1024, 2048, 4096, 8192, 16384]
-BENCHMARKS = [
-    {
-        "name": f"layer_norm_{pass_}_{dt}",
-        "title": f"Layer norm {'forward' if pass_ == 'fwd' else 'backward'}, {dt}, M x N = 2^26",
-        "x_name": "N",
-        "x_vals": HIDDEN,
-        "tiny_x_vals": [] if dt == "bf16" else [17, 1024],  # bf16 is wrong in the interpreter: GPU only
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"dtype": {"fp16": "float16", "bf16": "bfloat16"}[dt], "elements": 2**26, "backward": pass_ == "bwd"},
-        "targets": [  # speed targets (scripts/targets.py), judged on do_bench; the CUDA-graph figure beside
-            {"kind": "ceiling", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ "
-                                         f"{90 if pass_ == 'fwd' else 80}% of copy",
-             "min": 0.90 if pass_ == "fwd" else 0.80, "kernel_alone": True},
-            {"kind": "peers", "label": f"layer norm {'forward' if pass_ == 'fwd' else 'backward'} {dt} ≥ faster of "
-                                       "torch, torch.compile",
-             "min": 1.0, "peers": ["torch", "torch.compile"], "kernel_alone": True},
-        ],
-    }
-    for pass_ in ("fwd", "bwd")
-    for dt in ("fp16", "bf16")
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None, dtype="float16", elements=2**26,
-               backward=False) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    dt = getattr(torch, dtype)
-    n_rows = max(1, elements // x)
-    if device.type != "cuda":
-        n_rows = min(n_rows, 8)  # the interpreter's tiny run checks the code path, not the size
-    inp = torch.randn(n_rows, x, device=device, dtype=dt)
-    w = 1 + 0.1 * torch.randn(x, device=device, dtype=dt)
-    b = 0.1 * torch.randn(x, device=device, dtype=dt)
-    es = inp.element_size()
-    tol = 1e-2 if dtype == "float16" else 2e-2
-    if not backward:
-        fns = {"triton": lambda: layer_norm(inp, w, b), "torch": lambda: F.layer_norm(inp, (x,), w, b)}
-        peer = _compiled_peer(_torch_layer_norm, inp, w, b) if provider == "torch.compile" else None
-        return {
-            **(peer or {"fn": fns[provider]}),
-            "ref": lambda: layer_norm_torch(inp, w, b),
-            "work": 2 * inp.numel() * es + 2 * x * es,  # read x, write y; read weight and bias
-            "rtol": tol,
-            "atol": tol,
-        }
-    # The backward alone, from the same x and dy: each provider starts from the mean and rstd
-    # its own forward saved (computed here, untimed), as autograd would hand them to it.
-    dy = torch.randn_like(inp)
-    if provider == "triton":
-        _, mean, rstd = layer_norm_fwd(inp, w, b)
-        peer = {"fn": lambda: layer_norm_bwd(dy, inp, w, mean, rstd)}
-    else:
-        _, mean, rstd = torch.ops.aten.native_layer_norm(inp, [x], w, b, 1e-5)
-        args = (dy, inp, w, b, mean, rstd)
-        peer = _compiled_peer(_torch_layer_norm_bwd, *args) if provider == "torch.compile" else {
-            "fn": lambda: _torch_layer_norm_bwd(*args)}
-    return {
-        **peer,
-        "ref": lambda: layer_norm_grads_torch(dy, inp, w, b),
-        # read x and dy, mean and rstd (fp32) and weight; write dx, dweight and dbias
-        "work": 3 * inp.numel() * es + 8 * n_rows + 3 * x * es,
-        "rtol": tol,
-        "atol": tol,
-    }
-
-
-def _torch_layer_norm(t, w, b):
-    """What the torch.compile peer of the forward compiles: the same call as the "torch" provider."""
-    return F.layer_norm(t, t.shape[-1:], w, b)
-
-
-def _torch_layer_norm_bwd(dy, t, w, b, mean, rstd):
-    """torch's layer-norm backward, the op its autograd runs: (dx, dweight, dbias)."""
-    return torch.ops.aten.native_layer_norm_backward(dy, t, t.shape[-1:], mean, rstd, w, b, [True, True, True])
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

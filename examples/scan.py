@@ -24,7 +24,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -97,16 +97,19 @@ def linear_scan_kernel(
     BLOCK_N: tl.constexpr,  # chunk length, a power of two
 ):
     row = tl.program_id(0).to(tl.int64)
+    a_row, x_row = a_ptr + row * stride_am, x_ptr + row * stride_xm
+    h_row = h_ptr + row * stride_hm
     cols = tl.arange(0, BLOCK_N)
     h_in = tl.zeros((), dtype=tl.float32)  # state entering the chunk: h[-1] = 0
     for start in range(0, n_cols, BLOCK_N):
         offs = start + cols
         mask = offs < n_cols
-        a = tl.load(a_ptr + row * stride_am + offs, mask=mask, other=1.0).to(tl.float32)  # (1)!
-        x = tl.load(x_ptr + row * stride_xm + offs, mask=mask, other=0.0).to(tl.float32)
+        a = tl.load(a_row + offs, mask=mask, other=1.0).to(tl.float32)  # (1)!
+        x = tl.load(x_row + offs, mask=mask, other=0.0).to(tl.float32)
         x = tl.where(cols == 0, a * h_in + x, x)  # (2)!
-        _, h = tl.associative_scan((a, x), axis=0, combine_fn=first_order_combine)  # (3)!
-        tl.store(h_ptr + row * stride_hm + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
+        _, h = tl.associative_scan((a, x), axis=0,  # (3)!
+                                   combine_fn=first_order_combine)
+        tl.store(h_row + offs, h.to(h_ptr.dtype.element_ty), mask=mask)
         h_in = tl.sum(tl.where(cols == BLOCK_N - 1, h, 0.0), axis=0)  # (4)!
 # --8<-- [end:recurrence-kernel]
 
@@ -132,18 +135,37 @@ def _check(name: str, t) -> None:
     if t.dim() != 2:
         raise ValueError(f"{name} must be 2-D (rows, cols), got shape {tuple(t.shape)}")
     if t.shape[1] > 1 and t.stride(1) != 1:
-        raise ValueError(f"{name} must have unit stride along its last dim, got strides {t.stride()}")
+        raise ValueError(f"{name} must have unit stride along its last dim, "
+                         f"got strides {t.stride()}")
     if t.shape[0] > MAX_ROWS:
-        raise ValueError(f"{name} has {t.shape[0]} rows: one program per row, at most 2**31 - 1 of them")
+        raise ValueError(f"{name} has {t.shape[0]} rows: one program per row, "
+                         "at most 2**31 - 1 of them")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+
+
+def _check_pair(a: torch.Tensor, x: torch.Tensor) -> None:
+    _check("a", a)
+    _check("x", x)
+    if a.shape != x.shape:
+        raise ValueError("a and x must have the same shape, "
+                         f"got {tuple(a.shape)} and {tuple(x.shape)}")
+    if a.dtype != x.dtype:
+        raise TypeError("a and x must have the same dtype, "
+                        f"got {a.dtype} and {x.dtype}")
+    if a.device != x.device:
+        raise ValueError("a and x must be on the same device, "
+                         f"got {a.device} and {x.device}")
 
 
 def _block_n(n_cols: int, block_n: int | None) -> int:
     if block_n is None:
         return min(2048, triton.next_power_of_2(max(n_cols, 16)))
-    if not isinstance(block_n, int) or not 16 <= block_n <= 2**20 or block_n & (block_n - 1):
-        raise ValueError(f"block_n must be a power of two from 16 to 2**20 (Triton's largest tile), got {block_n}")
+    b = block_n
+    if not isinstance(b, int) or not 16 <= b <= 2**20 or b & (b - 1):
+        raise ValueError("block_n must be a power of two from 16 to 2**20 "
+                         f"(Triton's largest tile), got {block_n}")
     return block_n
 
 
@@ -153,29 +175,25 @@ def cumsum(x: torch.Tensor, block_n: int | None = None) -> torch.Tensor:
     block = _block_n(x.shape[1], block_n)
     y = torch.empty_like(x)
     if x.numel():
-        cumsum_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0), BLOCK_N=block,
-                                     num_warps=4 if block <= 1024 else 8)
+        cumsum_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), y.stride(0),
+                                     BLOCK_N=block, num_warps=4 if block <= 1024 else 8)
     return y
 
 
-def linear_scan(a: torch.Tensor, x: torch.Tensor, block_n: int | None = None) -> torch.Tensor:
+def linear_scan(a: torch.Tensor, x: torch.Tensor, block_n: int | None = None
+                ) -> torch.Tensor:
     """h[:, j] = a[:, j] * h[:, j - 1] + x[:, j] with h[:, -1] = 0, along the last dim.
 
-    One difference from the sequential loop: after an infinite decay factor in a row, an element
-    the loop makes +-inf may come out NaN, because the scan regroups the products (inf - inf)."""
-    _check("a", a)
-    _check("x", x)
-    if a.shape != x.shape:
-        raise ValueError(f"a and x must have the same shape, got {tuple(a.shape)} and {tuple(x.shape)}")
-    if a.dtype != x.dtype:
-        raise TypeError(f"a and x must have the same dtype, got {a.dtype} and {x.dtype}")
-    if a.device != x.device:
-        raise ValueError(f"a and x must be on the same device, got {a.device} and {x.device}")
+    One difference from the sequential loop: after an infinite decay factor in a row,
+    an element the loop makes +-inf may come out NaN, because the scan regroups the
+    products (inf - inf)."""
+    _check_pair(a, x)
     block = _block_n(x.shape[1], block_n)
     h = torch.empty_like(x)
     if x.numel():
-        linear_scan_kernel[(x.shape[0],)](a, x, h, x.shape[1], a.stride(0), x.stride(0), h.stride(0),
-                                          BLOCK_N=block, num_warps=4 if block <= 1024 else 8)
+        linear_scan_kernel[(x.shape[0],)](a, x, h, x.shape[1], a.stride(0), x.stride(0),
+                                          h.stride(0), BLOCK_N=block,
+                                          num_warps=4 if block <= 1024 else 8)
     return h
 
 
@@ -208,88 +226,17 @@ def self_check(shapes=((1, 1), (3, 300), (2, 1025))) -> None:
         x = torch.randn(m, n, device=DEVICE)
         a = 0.5 + 0.5 * torch.rand(m, n, device=DEVICE)
         for block_n in (64, None):
-            torch.testing.assert_close(cumsum(x, block_n), cumsum_torch(x), rtol=1e-5, atol=1e-4)
-            torch.testing.assert_close(linear_scan(a, x, block_n), linear_scan_torch(a, x), rtol=1e-5, atol=1e-5)
+            torch.testing.assert_close(cumsum(x, block_n), cumsum_torch(x),
+                                       rtol=1e-5, atol=1e-4)
+            torch.testing.assert_close(linear_scan(a, x, block_n),
+                                       linear_scan_torch(a, x), rtol=1e-5, atol=1e-5)
     view = torch.randn(5, 400, device=DEVICE)[:, 7:307]  # rows 400 apart
-    torch.testing.assert_close(cumsum(view, 64), cumsum_torch(view), rtol=1e-5, atol=1e-4)
-    print(f"scan: cumsum and linear_scan match float64 loops on {DEVICE.type} for shapes "
-          f"{[tuple(s) for s in shapes]}, chunked and whole-row, and a row-strided view")
+    torch.testing.assert_close(cumsum(view, 64), cumsum_torch(view),
+                               rtol=1e-5, atol=1e-4)
+    print(f"scan: cumsum and linear_scan match float64 loops on {DEVICE.type} for "
+          f"shapes {[tuple(s) for s in shapes]}, chunked and whole-row, and a "
+          "row-strided view")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Rows of `N` with `M * N = 2**24`. Bytes: cumsum reads x and writes y; the
-# recurrence reads a and x and writes h.
-
-
-# %%
-SCAN_NS = [256, 1024, 4096, 16384, 65536]
-BENCHMARKS = [
-    {
-        "name": "cumsum_fp32",
-        "title": "Cumulative sum along rows, fp32, M x N = 2^24",
-        "x_name": "N",
-        "x_vals": SCAN_NS,
-        "tiny_x_vals": [17, 300],
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"elements": 2**24},
-    },
-    {
-        "name": "linear_scan_fp32",
-        "title": "Linear recurrence h = a * h + x along rows, fp32, M x N = 2^24",
-        "x_name": "N",
-        "x_vals": SCAN_NS,
-        "tiny_x_vals": [17, 300],
-        "providers": ["triton"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"elements": 2**24},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None, elements=2**24) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    m = max(1, elements // x)
-    if device.type != "cuda":
-        m = min(m, 4)  # the interpreter's tiny run checks the code path, not the size
-    xs = torch.randn(m, x, device=device)
-    if name == "cumsum_fp32":
-        fns = {
-            "triton": lambda: cumsum(xs),
-            "torch": lambda: torch.cumsum(xs, dim=-1),
-        }
-        peer = _compiled_peer(_torch_cumsum, xs) if provider == "torch.compile" else {"fn": fns[provider]}
-        return {**peer, "ref": lambda: cumsum_torch(xs), "work": 2 * xs.numel() * 4,
-                "rtol": 1e-4, "atol": 1e-3 * x**0.5}
-    a = 0.5 + 0.5 * torch.rand(m, x, device=device)
-    # the reference loops over columns (N small launches): slow, but run once per point
-    return {"fn": lambda: linear_scan(a, xs), "ref": lambda: linear_scan_torch(a, xs),
-            "work": 3 * xs.numel() * 4, "rtol": 1e-4, "atol": 1e-4}
-
-
-def _torch_cumsum(t: torch.Tensor) -> torch.Tensor:
-    """What the torch.compile peer compiles: the same call as the "torch" provider."""
-    return torch.cumsum(t, dim=-1)
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

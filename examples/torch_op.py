@@ -2,8 +2,8 @@
 # # Shipping a kernel as a PyTorch operator
 #
 # SiLU, `y = x * sigmoid(x)`, as two Triton kernels (forward and backward) registered
-# with PyTorch so that autograd, `torch.library.opcheck` and `torch.compile(fullgraph=True)`
-# all understand it.
+# with PyTorch so that autograd, `torch.library.opcheck` and
+# `torch.compile(fullgraph=True)` all understand it.
 #
 # You will see:
 #
@@ -12,7 +12,7 @@
 # * `torch.library.custom_op` + `register_fake`: an opaque operator with a hand-written
 #   fake (shape-only) implementation, for comparison;
 # * `register_autograd` with a backward kernel, checked by `opcheck`;
-# * a start-up warm-up, and a benchmark of what each wrapper costs per call.
+# * a start-up warm-up (benchmarks/cases/torch_op.py times each wrapper's cost).
 #
 # Run it with `python examples/torch_op.py`.
 
@@ -23,7 +23,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -36,15 +36,16 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # %% [markdown]
 # ## The kernels
 #
-# The derivative of `x * s` with `s = sigmoid(x)` is `s * (1 + x * (1 - s))`. Both kernels
-# compute in fp32 and store in the tensor's own dtype.
+# The derivative of `x * s` with `s = sigmoid(x)` is `s * (1 + x * (1 - s))`. Both
+# kernels compute in fp32 and store in the tensor's own dtype.
 
 
 # %%
 # --8<-- [start:kernels]
 @triton.jit
 def silu_fwd_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # int64: past 2**31 too
+    pid = tl.program_id(0).to(tl.int64)  # int64: past 2**31 too
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
     y = x * tl.sigmoid(x)
@@ -66,8 +67,8 @@ def silu_bwd_kernel(x_ptr, dy_ptr, dx_ptr, n_elements, BLOCK_SIZE: tl.constexpr)
 # %% [markdown]
 # ## Launchers
 #
-# Plain functions that check their inputs, allocate and launch through `wrap_triton`.
-# Under `torch.compile` the launch is recorded into the graph instead of run.
+# Plain functions that check their inputs, allocate and launch through
+# `wrap_triton`. Under `torch.compile` the launch is recorded into the graph.
 
 
 # %%
@@ -89,7 +90,8 @@ def silu_forward(x: torch.Tensor) -> torch.Tensor:
     _check("x", x)
     y = torch.empty_like(x)
     n = x.numel()
-    wrap_triton(silu_fwd_kernel)[(triton.cdiv(n, BLOCK_SIZE),)](x, y, n, BLOCK_SIZE=BLOCK_SIZE)  # (1)!
+    grid = (triton.cdiv(n, BLOCK_SIZE),)
+    wrap_triton(silu_fwd_kernel)[grid](x, y, n, BLOCK_SIZE=BLOCK_SIZE)  # (1)!
     return y
 
 
@@ -97,10 +99,12 @@ def silu_backward(x: torch.Tensor, dy: torch.Tensor) -> torch.Tensor:
     _check("x", x)
     _check("dy", dy)
     if dy.shape != x.shape or dy.dtype != x.dtype:
-        raise ValueError(f"dy must match x, got {tuple(dy.shape)} {dy.dtype} for x {tuple(x.shape)} {x.dtype}")
+        raise ValueError(f"dy must match x, got {tuple(dy.shape)} {dy.dtype} "
+                         f"for x {tuple(x.shape)} {x.dtype}")
     dx = torch.empty_like(x)
     n = x.numel()
-    wrap_triton(silu_bwd_kernel)[(triton.cdiv(n, BLOCK_SIZE),)](x, dy, dx, n, BLOCK_SIZE=BLOCK_SIZE)
+    grid = (triton.cdiv(n, BLOCK_SIZE),)
+    wrap_triton(silu_bwd_kernel)[grid](x, dy, dx, n, BLOCK_SIZE=BLOCK_SIZE)
     return dx
 
 
@@ -113,9 +117,10 @@ def silu_torch(x: torch.Tensor) -> torch.Tensor:
 # %% [markdown]
 # ## The operator: `triton_op`
 #
-# `triton_op` registers the function as `torch.ops.tit.silu`. Its fake implementation is
-# derived by running the same function on fake tensors (only shapes, no data), so the
-# function must not read tensor values on the host. The backward is another `triton_op`.
+# `triton_op` registers the function as `torch.ops.tit.silu`. Its fake implementation
+# is derived by running the same function on fake tensors (only shapes, no data), so
+# the function must not read tensor values on the host. The backward is another
+# `triton_op`.
 
 
 # %%
@@ -147,8 +152,9 @@ silu.register_autograd(_backward, setup_context=_setup_context)
 # %% [markdown]
 # ## The alternative: an opaque `custom_op` with a fake
 #
-# `custom_op` hides the body from the compiler: `torch.compile` calls it as a black box and
-# needs a fake implementation, written by hand, to know the output's shape and dtype.
+# `custom_op` hides the body from the compiler: `torch.compile` calls it as a black
+# box and needs a fake implementation, written by hand, to know the output's shape
+# and dtype.
 
 
 # %%
@@ -183,17 +189,17 @@ silu_opaque.register_autograd(
 # %% [markdown]
 # ## Warm-up at start-up
 #
-# The first call for each new specialization compiles (on a GPU) or loads the kernel from
-# `TRITON_CACHE_DIR`. A server does that before it takes traffic.
+# The first call for each new specialization compiles (on a GPU) or loads the kernel
+# from `TRITON_CACHE_DIR`. A server does that before it takes traffic.
 
 
 # %%
 # --8<-- [start:warm-up]
 def warm_up(dtypes=(torch.float32,), device=DEVICE) -> int:
-    """Run forward and backward once per dtype; return how many kernels were exercised."""
+    """Run forward and backward once per dtype; return how many kernels ran."""
     launched = 0
     for dtype in dtypes:
-        for n in (1, 16, 17):  # n == 1 and n % 16 == 0 are specialized separately  # (1)!
+        for n in (1, 16, 17):  # three specializations  # (1)!
             x = torch.randn(n, device=device, dtype=dtype, requires_grad=True)
             silu(x).sum().backward()
             launched += 2
@@ -219,78 +225,13 @@ def self_check(sizes=(1, 17, 1025)) -> None:
         silu_torch(ref).backward(dy)
         torch.testing.assert_close(y, silu_torch(ref))
         torch.testing.assert_close(x.grad, ref.grad)
-    torch.library.opcheck(silu, (torch.randn(33, device=DEVICE, requires_grad=True),),
-                          test_utils=("test_schema", "test_autograd_registration"))  # (1)!
-    print(f"torch_op: torch.ops.tit.silu and its gradient match torch on {DEVICE.type} "
-          f"for n in {list(sizes)}; opcheck (schema, autograd registration) passed")
+    x = torch.randn(33, device=DEVICE, requires_grad=True)
+    torch.library.opcheck(silu, (x,), test_utils=("test_schema",  # (1)!
+                                                  "test_autograd_registration"))
+    print("torch_op: torch.ops.tit.silu and its gradient match torch on "
+          f"{DEVICE.type} for n in {list(sizes)}; opcheck (schema, autograd "
+          "registration) passed")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# What a call costs on the host, in microseconds per call (`metric: "us"`): the bare
-# launcher, the two operators, and `torch.compile` of the `triton_op`.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "silu_op_overhead",
-        "title": "SiLU forward: host time per call (µs)",
-        "x_name": "n",
-        "x_vals": [2**10, 2**16, 2**20],
-        "tiny_x_vals": [17],
-        "providers": ["raw-launch", "triton-op", "custom-op", "torch.compile", "torch"],
-        "metric": "us",
-        "ceiling": None,
-        "args": {},
-    },
-]
-
-def _silu_op(t: torch.Tensor) -> torch.Tensor:
-    """What the torch.compile peer compiles (fullgraph=True): a call of the triton_op."""
-    return silu(t)
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    t = torch.randn(x, device=device)
-    out = torch.empty_like(t)
-    grid = (triton.cdiv(x, BLOCK_SIZE),)
-
-    def raw_launch():
-        silu_fwd_kernel[grid](t, out, x, BLOCK_SIZE=BLOCK_SIZE)
-        return out
-
-    fns = {
-        "raw-launch": raw_launch,
-        "triton-op": lambda: silu(t),
-        "custom-op": lambda: silu_opaque(t),
-        "torch": lambda: silu_torch(t),
-    }
-    return {
-        **(_compiled_peer(_silu_op, t, fullgraph=True) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: silu_torch(t.double()).float(),
-        "work": 0.0,  # the metric is time per call
-        "rtol": 1e-5,
-        "atol": 1e-5,
-    }
 
 
 # %%

@@ -5,6 +5,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu
 
+from benchmarks.cases import dropout as cases
+
 SEED = 1234
 ALL_DTYPES = [*FLOAT_DTYPES, torch.float64]  # float64: for gradcheck
 
@@ -359,7 +361,7 @@ def test_backward_gradient_of_a_bad_dtype_names_dy():
 def test_bench_check_refuses_a_wrong_peer(provider, monkeypatch):
     from scripts import bench
 
-    case = ex.bench_case("dropout_fp16", provider, 4097, device=DEVICE)
+    case = cases.bench_case("dropout_fp16", provider, 4097, device=DEVICE)
     fn = case["fn"] if provider != "torch.compile" else (lambda: case["compile"](*case["inputs"]))
     bench.check_output(fn(), case["ref"](), case["rtol"], case["atol"])  # a right answer passes
     if provider == "triton":
@@ -370,10 +372,10 @@ def test_bench_check_refuses_a_wrong_peer(provider, monkeypatch):
     else:
         t = torch.randn(4097, device=DEVICE, dtype=torch.float16)
         with pytest.raises(AssertionError, match="keep rate"):
-            ex._peer_reference(t, torch.nn.functional.dropout(t, p=0.5, training=True), ex.BENCH_P)
-        y = torch.nn.functional.dropout(t, p=ex.BENCH_P, training=True) * 1.1  # wrong scale
+            cases._peer_reference(t, torch.nn.functional.dropout(t, p=0.5, training=True), cases.BENCH_P)
+        y = torch.nn.functional.dropout(t, p=cases.BENCH_P, training=True) * 1.1  # wrong scale
         with pytest.raises(AssertionError):
-            bench.check_output(y, ex._peer_reference(t, y, ex.BENCH_P), case["rtol"], case["atol"])
+            bench.check_output(y, cases._peer_reference(t, y, cases.BENCH_P), case["rtol"], case["atol"])
 
 
 # --------------------------------------------------------------------------- reproducible across backends

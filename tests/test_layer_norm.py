@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
+from benchmarks.cases import layer_norm as cases
+
 FP32 = {"rtol": 1e-4, "atol": 1e-4}  # fp32 gradients: sums over a row and over rows, in another order than torch's
 INF, NAN = float("inf"), float("nan")
 
@@ -376,7 +378,7 @@ def test_launch_settings():
 @pytest.mark.parametrize("backward", [False, True])
 @pytest.mark.parametrize("provider", ["triton", "torch", "torch.compile"])
 def test_bench_case_runs(provider, backward):
-    case = ex.bench_case("layer_norm", provider, 64, elements=64 * 5, backward=backward)
+    case = cases.bench_case("layer_norm", provider, 64, elements=64 * 5, backward=backward)
     fn = (lambda: case["compile"](*case["inputs"])) if "compile" in case else case["fn"]
     out, ref = fn(), case["ref"]()
     for o, r in zip(out if backward else [out], ref if backward else [ref], strict=True):
@@ -386,7 +388,7 @@ def test_bench_case_runs(provider, backward):
 
 
 def test_benchmarks_cover_forward_and_backward():
-    specs = {s["name"]: s for s in ex.BENCHMARKS}
+    specs = {s["name"]: s for s in cases.BENCHMARKS}
     assert set(specs) == {"layer_norm_fwd_fp16", "layer_norm_fwd_bf16", "layer_norm_bwd_fp16", "layer_norm_bwd_bf16"}
     for spec in specs.values():
         assert spec["x_vals"] == [1024, 2048, 4096, 8192, 16384]

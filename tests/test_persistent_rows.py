@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
 
+from benchmarks.cases import persistent_rows as cases
+
 LAUNCHERS = {"rows": ex.rms_norm_rows, "persistent": ex.rms_norm_persistent}
 
 
@@ -130,9 +132,9 @@ def test_mixed_devices():
 
 @pytest.mark.parametrize("provider", ["triton", "triton-persistent", "torch"])
 def test_bench_cases_tiny(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x, device=DEVICE)
+        case = cases.bench_case(spec["name"], provider, x, device=DEVICE)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 
@@ -156,12 +158,13 @@ def test_warp_occupancy_counts_warps_and_blocks(monkeypatch):
     import types
 
     def props(major, minor):
-        return lambda device: types.SimpleNamespace(max_threads_per_multi_processor=2048, major=major, minor=minor)
+        return lambda index: types.SimpleNamespace(max_threads_per_multi_processor=2048, major=major, minor=minor)
 
-    monkeypatch.setattr(ex.torch.cuda, "get_device_properties", props(9, 0))
-    assert [ex.warp_occupancy(None, w) for w in (1, 2, 4, 16, 32)] == [32, 32, 16, 4, 2]
-    monkeypatch.setattr(ex.torch.cuda, "get_device_properties", props(99, 0))
-    assert ex.warp_occupancy(None, 1) == 16
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setattr(ex, "gpu_props", props(9, 0))  # the launchers' cached device-property query
+    assert [ex.warp_occupancy(gpu, w) for w in (1, 2, 4, 16, 32)] == [32, 32, 16, 4, 2]
+    monkeypatch.setattr(ex, "gpu_props", props(99, 0))
+    assert ex.warp_occupancy(gpu, 1) == 16
 
 
 @requires_gpu

@@ -3,6 +3,8 @@ import scan as ex
 import torch
 from support import DEVICE, requires_gpu, tolerances
 
+from benchmarks.cases import scan as cases
+
 
 def decays(m, n):
     return 0.5 + 0.5 * torch.rand(m, n, device=DEVICE)  # in (0.5, 1): the state neither dies nor explodes
@@ -147,9 +149,9 @@ def test_bad_block_n(block_n):
 
 
 def test_bench_case_runs():
-    case = ex.bench_case("cumsum_fp32", "triton", 300, elements=900)
+    case = cases.bench_case("cumsum_fp32", "triton", 300, elements=900)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
-    case = ex.bench_case("linear_scan_fp32", "triton", 17, elements=34)
+    case = cases.bench_case("linear_scan_fp32", "triton", 17, elements=34)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 

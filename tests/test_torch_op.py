@@ -3,6 +3,8 @@ import torch
 import torch_op as ex
 from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
 
+from benchmarks.cases import torch_op as cases
+
 INTERPRETER_FAKE = "under TRITON_INTERPRET=1, wrap_triton runs the kernel on fake tensors and fails"
 
 
@@ -167,13 +169,13 @@ def test_gpu_warm_up_all_dtypes():
     assert ex.warm_up(dtypes=(torch.float32, torch.float16, torch.bfloat16)) == 18
 
 
-@pytest.mark.parametrize("provider", ex.BENCHMARKS[0]["providers"])
+@pytest.mark.parametrize("provider", cases.BENCHMARKS[0]["providers"])
 def test_bench_case(provider):
     if provider == "torch.compile" and not ON_GPU:
         pytest.skip("torch.compile through a triton_op needs a GPU (see test_gpu_compile_fullgraph_triton_op)")
-    case = ex.bench_case("silu_op_overhead", provider, 17)
+    case = cases.bench_case("silu_op_overhead", provider, 17)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
-    assert ex.BENCHMARKS[0]["metric"] == "us" and case["work"] == 0.0
+    assert cases.BENCHMARKS[0]["metric"] == "us" and case["work"] == 0.0
 
 
 def test_self_check_runs(capsys):
