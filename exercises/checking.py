@@ -10,8 +10,9 @@ shape and dtype, but a failure reads like
     max abs error 3.1e-01 at index (2, 17): got 0.512, expected 0.823
     first wrong at index (0, 4): got 1.25, expected 1.5
 
-and an element the kernel never wrote reads as "not written": the tests fill every output
-with NaN before the launch (exercises/conftest.py), so it never shows up as old memory.
+and an element the kernel never wrote reads as "not written": the tests fill every
+output with NaN before the launch (exercises/conftest.py), so it never shows up as old
+memory.
 """
 
 from __future__ import annotations
@@ -39,14 +40,17 @@ def _index(flat: int, shape: torch.Size) -> tuple[int, ...]:
     return tuple(reversed(out)) or (0,)
 
 
-def assert_close(actual, expected, *, rtol: float | None = None, atol: float | None = None,
-                 equal_nan: bool = False) -> None:
-    """Fail, with the largest error and the first wrong index, unless actual is close to expected."""
+def assert_close(actual, expected, *, rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = False) -> None:
+    """Fail, with the largest error and the first wrong index, unless actual is close
+    to expected."""
     __tracebackhide__ = True  # pytest shows the test's line, not this one
     if not isinstance(actual, torch.Tensor):
         raise AssertionError(f"expected a torch.Tensor, got {type(actual).__name__}")
     if actual.shape != expected.shape:
-        raise AssertionError(f"shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+        raise AssertionError(
+            f"shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+        )
     if actual.dtype != expected.dtype:
         raise AssertionError(f"dtype {actual.dtype}, expected {expected.dtype}")
     if actual.device != expected.device:
@@ -60,19 +64,24 @@ def assert_close(actual, expected, *, rtol: float | None = None, atol: float | N
         return
 
     def show(i: int) -> str:
-        return f"index {_where(_index(i, actual.shape))}: got {got[i].item():.6g}, expected {want[i].item():.6g}"
+        return (f"index {_where(_index(i, actual.shape))}: "
+                f"got {got[i].item():.6g}, expected {want[i].item():.6g}")
 
-    lines = [f"{int(wrong.sum())} of {got.numel()} elements differ (rtol={rtol:g}, atol={atol:g})"]
+    lines = [f"{int(wrong.sum())} of {got.numel()} elements differ "
+             f"(rtol={rtol:g}, atol={atol:g})"]
     unwritten = wrong & got.isnan() & ~want.isnan()
     if unwritten.all():
-        lines.append("no element was written: the output is still all NaN, as the test filled it")
+        lines.append("no element was written: the output is still all NaN, "
+                     "as the test filled it")
     elif unwritten.any():
         first = int(unwritten.nonzero()[0])
-        lines.append(f"{int(unwritten.sum())} of them are NaN: not written by the kernel (every output "
-                     f"starts as NaN), or a NaN it computed; the first at {show(first)}")
+        lines.append(f"{int(unwritten.sum())} of them are NaN: not written by the "
+                     "kernel (every output starts as NaN), or a NaN it computed; "
+                     f"the first at {show(first)}")
     numbers = wrong & ~got.isnan()
     if numbers.any():
-        error = torch.where(numbers, (got - want).abs(), -1.0).nan_to_num(nan=float("inf"))
+        error = torch.where(numbers, (got - want).abs(), -1.0)
+        error = error.nan_to_num(nan=float("inf"))
         worst = int(error.argmax())
         lines.append(f"max abs error {error[worst].item():.1e} at {show(worst)}")
         lines.append(f"first wrong at {show(int(wrong.nonzero()[0]))}")

@@ -9,8 +9,8 @@ checks, with scripts/check_exercises.py).
 
 Three things make a failure easy to read:
 
-* every output a launcher allocates with `torch.empty` or `torch.empty_like` starts as NaN,
-  so an element the kernel never writes reads as "not written", not as old memory;
+* every output a launcher allocates with `torch.empty` or `torch.empty_like` starts as
+  NaN, so an element the kernel never writes reads as "not written", not as old memory;
 * test IDs name their parameters: `test_matches_torch[n=1000-float16]`;
 * `checking.assert_close` (next to this file) reports the largest error and the first
   wrong index.
@@ -42,7 +42,8 @@ def impl_name() -> str:
 
 
 def load_impl(folder: Path):
-    """Import `<folder>/<EXERCISE_IMPL>.py` under a name of its own (every folder has a starter.py)."""
+    """Import `<folder>/<EXERCISE_IMPL>.py` under a name of its own (every folder
+    has a starter.py)."""
     name = impl_name()
     path = folder / f"{name}.py"
     module_name = f"exercise_{folder.name}_{name}"
@@ -50,7 +51,8 @@ def load_impl(folder: Path):
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # @triton.jit reads the kernel's source through the module
+    # @triton.jit reads the kernel's source through the module
+    sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except BaseException:
@@ -61,7 +63,7 @@ def load_impl(folder: Path):
 
 @pytest.fixture(scope="module")
 def impl(request):
-    """The implementation under test: starter.py or solution.py next to the test file."""
+    """The implementation under test: starter.py or solution.py beside the test file."""
     return load_impl(Path(request.module.__file__).resolve().parent)
 
 
@@ -85,13 +87,18 @@ def _nan_filled(t: torch.Tensor) -> torch.Tensor:
 
 @pytest.fixture(autouse=True)
 def _unwritten_outputs_are_nan(monkeypatch):
-    """Fill new float tensors from torch.empty / torch.empty_like with NaN during a test."""
-    monkeypatch.setattr(torch, "empty", lambda *args, **kwargs: _nan_filled(_EMPTY(*args, **kwargs)))
-    monkeypatch.setattr(torch, "empty_like", lambda *args, **kwargs: _nan_filled(_EMPTY_LIKE(*args, **kwargs)))
+    """Fill new float tensors from torch.empty / empty_like with NaN during a test."""
+    monkeypatch.setattr(
+        torch, "empty", lambda *args, **kwargs: _nan_filled(_EMPTY(*args, **kwargs))
+    )
+    monkeypatch.setattr(
+        torch, "empty_like",
+        lambda *args, **kwargs: _nan_filled(_EMPTY_LIKE(*args, **kwargs)),
+    )
 
 
 def pytest_make_parametrize_id(config, val, argname):
-    """Readable test IDs: `float16` for a dtype, `n=1000` or `mkn=17x33x45` for the rest."""
+    """Readable test IDs: `float16` for a dtype, else `n=1000` or `mkn=17x33x45`."""
     if isinstance(val, torch.dtype):
         return str(val).removeprefix("torch.")
     if isinstance(val, tuple):
@@ -99,10 +106,11 @@ def pytest_make_parametrize_id(config, val, argname):
     return f"{argname}={val}"
 
 
-# Two warnings come from Triton's interpreter itself, not from a kernel, and are silenced
-# (exactly these two, even under -W error):
-# * Triton 3.6 turns a one-element NumPy array into a Python int for a loop bound such as
-#   `range(0, K, BLOCK_K)` or `tl.range(tl.program_id(0), ...)`, which NumPy 1.25+ deprecates;
+# Two warnings come from Triton's interpreter itself, not from a kernel, and are
+# silenced (exactly these two, even under -W error):
+# * Triton 3.6 turns a one-element NumPy array into a Python int for a loop bound
+#   such as `range(0, K, BLOCK_K)` or `tl.range(tl.program_id(0), ...)`, which
+#   NumPy 1.25+ deprecates;
 # * NumPy warns when exp overflows to inf, which a GPU does silently and kernels rely on
 #   (sigmoid(-100) = 1 / (1 + inf) = 0). A softmax that overflows still fails its tests.
 _INTERPRETER_WARNINGS = (
@@ -120,4 +128,5 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_report_header(config):
-    return f"exercises: testing {impl_name()}.py (EXERCISE_IMPL), device {'cuda' if ON_GPU else 'cpu (interpreter)'}"
+    device = "cuda" if ON_GPU else "cpu (interpreter)"
+    return f"exercises: testing {impl_name()}.py (EXERCISE_IMPL), device {device}"

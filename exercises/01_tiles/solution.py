@@ -9,7 +9,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -25,7 +25,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 def _check_block(name: str, v: int) -> None:
@@ -64,7 +67,10 @@ def reverse(x: torch.Tensor, block_size: int = 128) -> torch.Tensor:
     _check_block("block_size", block_size)
     n = x.numel()
     if n >= 2**31:  # int32 offsets
-        raise ValueError(f"x has {n} elements, more than 2**31 - 1: this kernel computes int32 offsets")
+        raise ValueError(
+            f"x has {n} elements, more than 2**31 - 1: "
+            "this kernel computes int32 offsets"
+        )
     y = torch.empty_like(x)
     if n == 0:
         return y

@@ -1,12 +1,16 @@
-"""Tests for exercise 01: reverse a vector (run: pytest exercises/01_tiles)."""
+"""Tests for exercise 01: reverse a vector.
+
+Run: pytest exercises/01_tiles
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -19,7 +23,9 @@ def test_reverse_matches_torch(impl, device, dtype, n):
 @pytest.mark.parametrize("block_size", [16, 32, 1024])
 def test_block_sizes(impl, device, block_size):
     x = torch.arange(777, device=device, dtype=torch.float32)
-    assert_close(impl.reverse(x, block_size=block_size), impl.reverse_torch(x), rtol=0, atol=0)
+    assert_close(
+        impl.reverse(x, block_size=block_size), impl.reverse_torch(x), rtol=0, atol=0
+    )
 
 
 def test_reverse_twice_is_identity(impl, device):

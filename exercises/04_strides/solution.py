@@ -1,6 +1,7 @@
-"""Exercise 04, Strides and broadcasting: add a row vector to every row of a strided 2-D view.
+"""Exercise 04, Strides and broadcasting: add a row vector to each row of any 2-D view.
 
-y = x + b[None, :] for any 2-D view `x` (transposed, sliced, expanded) and any 1-D view `b`.
+y = x + b[None, :] for any 2-D view `x` (transposed, sliced, expanded) and any 1-D
+view `b`.
 Write the body of `add_row_kernel`; the launcher `add_row` is complete.
 Check your answer with `pytest exercises/04_strides`.
 """
@@ -10,7 +11,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -26,7 +27,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 def _check_block(name: str, v: int) -> None:
@@ -72,31 +76,41 @@ def add_row_kernel(
 # --8<-- [end:kernel]
 
 
-def add_row(x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16, block_n: int = 32) -> torch.Tensor:
-    """x + b[None, :] as a new contiguous (M, N) tensor, for any strided 2-D `x` and 1-D `b`."""
+def add_row(
+    x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16, block_n: int = 32
+) -> torch.Tensor:
+    """x + b[None, :] as a new contiguous (M, N) tensor, for any strided 2-D `x` and
+    1-D `b`."""
     _check_tensor("x", x, 2)
     _check_tensor("b", b, 1)
     M, N = x.shape
     if b.shape[0] != N:
         raise ValueError(f"b must have x.shape[1] = {N} elements, got {b.shape[0]}")
     if b.dtype != x.dtype:
-        raise TypeError(f"x and b must have the same dtype, got {x.dtype} and {b.dtype}")
+        raise TypeError(
+            f"x and b must have the same dtype, got {x.dtype} and {b.dtype}"
+        )
     if b.device != x.device:
-        raise ValueError(f"x and b must be on the same device, got {x.device} and {b.device}")
+        raise ValueError(
+            f"x and b must be on the same device, got {x.device} and {b.device}"
+        )
     if min(x.stride()) < 0 or b.stride(0) < 0:
         raise ValueError("negative strides are not supported")
     _check_block("block_m", block_m)
     _check_block("block_n", block_n)
-    if M * N >= 2**31 or (M - 1) * x.stride(0) + (N - 1) * x.stride(1) >= 2**31:  # int32 offsets
+    last_offset = (M - 1) * x.stride(0) + (N - 1) * x.stride(1)
+    if M * N >= 2**31 or last_offset >= 2**31:  # int32 offsets
         raise ValueError("x is too large for this kernel's int32 offsets")
     if triton.cdiv(N, block_n) > MAX_GRID_YZ:
-        raise ValueError(f"N={N} needs more than {MAX_GRID_YZ} column tiles: raise block_n")
+        raise ValueError(
+            f"N={N} needs more than {MAX_GRID_YZ} column tiles: raise block_n"
+        )
     y = torch.empty((M, N), device=x.device, dtype=x.dtype)
     if M == 0 or N == 0:
         return y
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
-    add_row_kernel[grid](x, b, y, M, N, x.stride(0), x.stride(1), b.stride(0), y.stride(0), y.stride(1),
-                         BLOCK_M=block_m, BLOCK_N=block_n)
+    add_row_kernel[grid](x, b, y, M, N, x.stride(0), x.stride(1), b.stride(0),
+                         y.stride(0), y.stride(1), BLOCK_M=block_m, BLOCK_N=block_n)
     return y
 
 
@@ -108,5 +122,7 @@ def add_row_torch(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 if __name__ == "__main__":
     x = torch.randn(40, 30, device="cuda" if torch.cuda.is_available() else "cpu")
     b = torch.randn(40, device=x.device)
-    torch.testing.assert_close(add_row(x.t(), b), add_row_torch(x.t(), b), rtol=0, atol=0)
+    torch.testing.assert_close(
+        add_row(x.t(), b), add_row_torch(x.t(), b), rtol=0, atol=0
+    )
     print("add_row matches torch on a transposed view")

@@ -1,12 +1,16 @@
-"""Tests for exercise 04: add a row vector to a strided 2-D view (run: pytest exercises/04_strides)."""
+"""Tests for exercise 04: add a row vector to a strided 2-D view.
+
+Run: pytest exercises/04_strides
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -27,8 +31,8 @@ def views(device):
     }
 
 
-@pytest.mark.parametrize("name", ["transpose", "every other row and third column", "column slice",
-                                  "expanded row (stride 0)"])
+@pytest.mark.parametrize("name", ["transpose", "every other row and third column",
+                                  "column slice", "expanded row (stride 0)"])
 def test_strided_views(impl, device, name):
     x = views(device)[name]
     b = torch.randn(2 * x.shape[1], device=device)[::2]  # b strided too
@@ -41,8 +45,8 @@ def test_strided_views(impl, device, name):
 def test_tile_shapes(impl, device, block_m, block_n):
     x = torch.randn(50, 77, device=device).t()
     b = torch.randn(50, device=device)
-    assert_close(impl.add_row(x, b, block_m=block_m, block_n=block_n), impl.add_row_torch(x, b),
-                 rtol=0, atol=0)
+    assert_close(impl.add_row(x, b, block_m=block_m, block_n=block_n),
+                 impl.add_row_torch(x, b), rtol=0, atol=0)
 
 
 def test_launcher_refuses_bad_input(impl, device):

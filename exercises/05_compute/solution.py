@@ -2,8 +2,8 @@
 
 (lo, hi) = (x.amin(dim=1), x.amax(dim=1)) for a 2-D `x` of any strides, with one
 `tl.reduce` over a pair of blocks and a combine function of your own.
-Write the bodies of `minmax_combine` and `row_minmax_kernel`; the launcher `row_minmax` is
-complete. Check your answer with `pytest exercises/05_compute`.
+Write the bodies of `minmax_combine` and `row_minmax_kernel`; the launcher
+`row_minmax` is complete. Check your answer with `pytest exercises/05_compute`.
 """
 
 import os
@@ -11,7 +11,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -69,7 +69,10 @@ def row_minmax(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D, got shape {tuple(x.shape)}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            "x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
     n_rows, n_cols = x.shape
     if not 1 <= n_cols <= MAX_COLS:
         raise ValueError(f"x must have 1 to {MAX_COLS} columns, got {n_cols}")

@@ -1,12 +1,16 @@
-"""Tests for exercise 05: a tuple tl.reduce with a combine function of your own (run: pytest exercises/05_compute)."""
+"""Tests for exercise 05: a tuple tl.reduce with a combine function of your own.
+
+Run: pytest exercises/05_compute
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
 
 
 def check(impl, x):
@@ -23,7 +27,8 @@ def test_matches_torch(impl, device, dtype, n_cols):
 
 
 def test_masked_lanes_change_nothing(impl, device):
-    """Rows of only positive and only negative numbers, with a ragged tile: the padding must not win."""
+    """Rows of only positive and only negative numbers, with a ragged tile: the
+    padding must not win."""
     x = torch.rand(4, 17, device=device) + 1.0
     x[1::2] = -x[1::2]
     check(impl, x)
@@ -40,7 +45,11 @@ def test_nan_and_inf_like_torch(impl, device):
 @pytest.mark.parametrize("view", ["transposed", "padded rows", "strided columns"])
 def test_views(impl, device, view):
     base = torch.randn(40, 40, device=device)
-    x = {"transposed": base[:9].t(), "padded rows": base[:9, :30], "strided columns": base[:9, ::3]}[view]
+    x = {
+        "transposed": base[:9].t(),
+        "padded rows": base[:9, :30],
+        "strided columns": base[:9, ::3],
+    }[view]
     check(impl, x)
 
 

@@ -1,4 +1,4 @@
-"""Exercise 06, Constexpr specialization: one kernel, an activation chosen at compile time.
+"""Exercise 06, Constexpr specialization: one kernel, activation chosen at compile time.
 
 Write the body of `activation_kernel`; the launcher `activation` is complete.
 Check your answer with `pytest exercises/06_constexpr`.
@@ -9,7 +9,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -25,7 +25,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 def _check_block(name: str, v: int) -> None:
@@ -69,7 +72,9 @@ def activation_kernel(
 # --8<-- [end:kernel]
 
 
-def activation(x: torch.Tensor, name: str, *, neg_slope: float = 0.01, block_size: int = 256) -> torch.Tensor:
+def activation(
+    x: torch.Tensor, name: str, *, neg_slope: float = 0.01, block_size: int = 256
+) -> torch.Tensor:
     """ACTIVATION(x) for a contiguous 1-D float `x`; `name` is one of ACTIVATIONS."""
     _check_tensor("x", x, 1)
     if not x.is_contiguous():
@@ -77,20 +82,28 @@ def activation(x: torch.Tensor, name: str, *, neg_slope: float = 0.01, block_siz
     if name not in ACTIVATIONS:
         raise ValueError(f"name must be one of {ACTIVATIONS}, got {name!r}")
     if isinstance(neg_slope, bool) or not isinstance(neg_slope, (int, float)):
-        raise TypeError(f"neg_slope must be a Python number, got {type(neg_slope).__name__}")
+        raise TypeError(
+            f"neg_slope must be a Python number, got {type(neg_slope).__name__}"
+        )
     _check_block("block_size", block_size)
     n = x.numel()
     if n >= 2**31:  # int32 offsets
-        raise ValueError(f"x has {n} elements, more than 2**31 - 1: this kernel computes int32 offsets")
+        raise ValueError(
+            f"x has {n} elements, more than 2**31 - 1: "
+            "this kernel computes int32 offsets"
+        )
     y = torch.empty_like(x)
     if n == 0:
         return y
-    activation_kernel[(triton.cdiv(n, block_size),)](x, y, n, ACTIVATION=name, NEG_SLOPE=float(neg_slope),
-                                                      BLOCK_SIZE=block_size)
+    activation_kernel[(triton.cdiv(n, block_size),)](
+        x, y, n, ACTIVATION=name, NEG_SLOPE=float(neg_slope), BLOCK_SIZE=block_size
+    )
     return y
 
 
-def activation_torch(x: torch.Tensor, name: str, *, neg_slope: float = 0.01) -> torch.Tensor:
+def activation_torch(
+    x: torch.Tensor, name: str, *, neg_slope: float = 0.01
+) -> torch.Tensor:
     """The plain torch reference (fp32 arithmetic, rounded to x's dtype)."""
     fns = {
         "relu": torch.relu,

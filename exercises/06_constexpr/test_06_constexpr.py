@@ -1,13 +1,21 @@
-"""Tests for exercise 06: an activation chosen by a constexpr (run: pytest exercises/06_constexpr)."""
+"""Tests for exercise 06: an activation chosen by a constexpr.
+
+Run: pytest exercises/06_constexpr
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
-TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-2, 1e-2)}
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+TOL = {
+    torch.float32: (1e-5, 1e-6),
+    torch.float16: (1e-3, 1e-3),
+    torch.bfloat16: (1e-2, 1e-2),
+}
 ACTIVATIONS = ["relu", "leaky_relu", "sigmoid", "silu"]
 
 
@@ -17,7 +25,9 @@ ACTIVATIONS = ["relu", "leaky_relu", "sigmoid", "silu"]
 def test_matches_torch(impl, device, dtype, name, n):
     x = 4 * torch.randn(n, device=device, dtype=dtype)
     rtol, atol = TOL[dtype]
-    assert_close(impl.activation(x, name), impl.activation_torch(x, name), rtol=rtol, atol=atol)
+    assert_close(
+        impl.activation(x, name), impl.activation_torch(x, name), rtol=rtol, atol=atol
+    )
 
 
 @pytest.mark.parametrize("slope", [0.0, 0.2, 3.0])
@@ -34,7 +44,9 @@ def test_activations_differ(impl, device):
     for a in ACTIVATIONS:
         for b in ACTIVATIONS:
             if a < b:
-                assert not torch.allclose(outs[a], outs[b]), f"{a} and {b} give the same output"
+                assert not torch.allclose(outs[a], outs[b]), (
+                    f"{a} and {b} give the same output"
+                )
 
 
 def test_launcher_refuses_bad_input(impl, device):

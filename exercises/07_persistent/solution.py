@@ -2,8 +2,8 @@
 
 y = clamp(x, lo, hi), launched on a grid of `num_programs` programs however long x is:
 each program walks over the tiles with a grid-stride loop.
-Write the body of `clamp_persistent_kernel`; the launcher `clamp_persistent` is complete.
-Check your answer with `pytest exercises/07_persistent`.
+Write the body of `clamp_persistent_kernel`; the launcher `clamp_persistent` is
+complete. Check your answer with `pytest exercises/07_persistent`.
 """
 
 import os
@@ -11,7 +11,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -27,7 +27,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 def _check_block(name: str, v: int) -> None:
@@ -63,7 +66,8 @@ def clamp_persistent_kernel(
 
 def clamp_persistent(x: torch.Tensor, lo: float, hi: float, *, num_programs: int = 4,
                      block_size: int = 64) -> torch.Tensor:
-    """clamp(x, lo, hi) for a contiguous 1-D float `x`, on at most `num_programs` programs."""
+    """clamp(x, lo, hi) for a contiguous 1-D float `x`, on at most `num_programs`
+    programs."""
     _check_tensor("x", x, 1)
     if not x.is_contiguous():
         raise ValueError(f"x must be contiguous, got stride {x.stride()}")
@@ -77,11 +81,13 @@ def clamp_persistent(x: torch.Tensor, lo: float, hi: float, *, num_programs: int
     _check_block("block_size", block_size)
     n = x.numel()
     if n >= 2**31 - block_size:  # int32 offsets, including the last tile's lanes
-        raise ValueError(f"x has {n} elements: too many for this kernel's int32 offsets")
+        raise ValueError(
+            f"x has {n} elements: too many for this kernel's int32 offsets"
+        )
     y = torch.empty_like(x)
     if n == 0:
         return y
-    grid = (min(num_programs, triton.cdiv(n, block_size)),)  # never more programs than tiles
+    grid = (min(num_programs, triton.cdiv(n, block_size)),)  # never more than the tiles
     clamp_persistent_kernel[grid](x, y, float(lo), float(hi), n, BLOCK_SIZE=block_size)
     return y
 
@@ -93,6 +99,6 @@ def clamp_torch(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
 
 if __name__ == "__main__":
     x = torch.randn(1000, device="cuda" if torch.cuda.is_available() else "cpu")
-    torch.testing.assert_close(clamp_persistent(x, -0.5, 0.5, num_programs=3), clamp_torch(x, -0.5, 0.5),
-                               rtol=0, atol=0)
+    torch.testing.assert_close(clamp_persistent(x, -0.5, 0.5, num_programs=3),
+                               clamp_torch(x, -0.5, 0.5), rtol=0, atol=0)
     print("clamp_persistent matches torch")

@@ -9,7 +9,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -25,7 +25,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 MAX_COLS = 8192  # one tile per row, held in registers
@@ -58,7 +61,9 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _check_tensor("x", x, 2)
     n_rows, n_cols = x.shape
     if x.stride(1) != 1 and n_cols > 1:
-        raise ValueError(f"x's columns must be contiguous (stride(1) == 1), got stride {x.stride()}")
+        raise ValueError(
+            f"x's columns must be contiguous (stride(1) == 1), got stride {x.stride()}"
+        )
     if not 1 <= n_cols <= MAX_COLS:
         raise ValueError(f"x must have 1 to {MAX_COLS} columns, got {n_cols}")
     if n_rows * max(x.stride(0), n_cols) >= 2**31:  # int32 offsets
@@ -66,7 +71,8 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     y = torch.empty((n_rows, n_cols), device=x.device, dtype=x.dtype)
     if n_rows == 0:
         return y
-    softmax_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0), BLOCK_N=triton.next_power_of_2(n_cols))
+    softmax_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0),
+                              BLOCK_N=triton.next_power_of_2(n_cols))
     return y
 
 
@@ -76,6 +82,7 @@ def softmax_torch(x: torch.Tensor) -> torch.Tensor:
 
 
 if __name__ == "__main__":
-    x = 100.0 + torch.randn(4, 100, device="cuda" if torch.cuda.is_available() else "cpu")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = 100.0 + torch.randn(4, 100, device=device)
     torch.testing.assert_close(softmax(x), softmax_torch(x))
     print("softmax matches torch")

@@ -1,13 +1,21 @@
-"""Tests for exercise 08: row softmax (run: pytest exercises/08_softmax)."""
+"""Tests for exercise 08: row softmax.
+
+Run: pytest exercises/08_softmax
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
-TOL = {torch.float32: (1e-5, 1e-6), torch.float16: (1e-3, 1e-4), torch.bfloat16: (1e-2, 1e-3)}
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+TOL = {
+    torch.float32: (1e-5, 1e-6),
+    torch.float16: (1e-3, 1e-4),
+    torch.bfloat16: (1e-2, 1e-3),
+}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -21,7 +29,7 @@ def test_matches_torch(impl, device, dtype, n_cols):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shift", [100.0, -100.0])
 def test_large_inputs_do_not_overflow(impl, device, dtype, shift):
-    """exp(100) overflows fp32: only a softmax that subtracts the row max survives this."""
+    """exp(100) overflows fp32: only a softmax that subtracts the row max survives."""
     x = (shift + 3 * torch.randn(4, 300, device=device)).to(dtype)
     y = impl.softmax(x)
     assert torch.isfinite(y).all()

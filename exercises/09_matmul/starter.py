@@ -9,7 +9,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -25,7 +25,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 def _check_block(name: str, v: int) -> None:
@@ -36,10 +39,14 @@ MAX_GRID_YZ = 65_535  # CUDA's limit on grid axis 1
 
 
 def _check_offsets(name: str, t: torch.Tensor) -> None:
-    """The kernel computes int32 offsets: the last element must lie within 2**31 - 1 of the first."""
+    """The kernel computes int32 offsets: the last element must lie within 2**31 - 1
+    of the first."""
     if min(t.stride(), default=0) < 0:
         raise ValueError(f"{name} has a negative stride {t.stride()}: not supported")
-    if sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)) >= 2**31:
+    last_offset = sum(
+        (size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)
+    )
+    if last_offset >= 2**31:
         raise ValueError(f"{name} is too large for this kernel's int32 offsets")
 
 
@@ -69,34 +76,46 @@ def matmul_kernel(
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, block_m: int = 32, block_n: int = 32,
            block_k: int = 16) -> torch.Tensor:
-    """A @ B for 2-D float tensors of one dtype, with any strides; C is a new contiguous (M, N) tensor."""
+    """A @ B for 2-D float tensors of one dtype, with any strides; C is a new
+    contiguous (M, N) tensor."""
     _check_tensor("a", a, 2)
     _check_tensor("b", b, 2)
     (M, K), (K2, N) = a.shape, b.shape
     if K != K2:
-        raise ValueError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+        raise ValueError(
+            f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)}"
+        )
     if a.dtype != b.dtype:
-        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+        raise TypeError(
+            f"a and b must have the same dtype, got {a.dtype} and {b.dtype}"
+        )
     if a.device != b.device:
-        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+        raise ValueError(
+            f"a and b must be on the same device, got {a.device} and {b.device}"
+        )
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k)):
         _check_block(name, v)
         if v < 16:
-            raise ValueError(f"{name} must be at least 16 (tl.dot's smallest tile), got {v}")
+            raise ValueError(
+                f"{name} must be at least 16 (tl.dot's smallest tile), got {v}"
+            )
     _check_offsets("a", a)
     _check_offsets("b", b)
     if M * N >= 2**31:
         raise ValueError("C is too large for this kernel's int32 offsets")
     if triton.cdiv(N, block_n) > MAX_GRID_YZ:
-        raise ValueError(f"N={N} needs more than {MAX_GRID_YZ} column tiles: raise block_n")
+        raise ValueError(
+            f"N={N} needs more than {MAX_GRID_YZ} column tiles: raise block_n"
+        )
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c
     if K == 0:
         return c.zero_()
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k)
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                        b.stride(1), c.stride(0), c.stride(1),
+                        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k)
     return c
 
 

@@ -1,14 +1,17 @@
-"""Tests for exercise 09: tiled matmul with tl.dot (run: pytest exercises/09_matmul)."""
+"""Tests for exercise 09: tiled matmul with tl.dot.
+
+Run: pytest exercises/09_matmul
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
 ON_GPU = torch.cuda.is_available()
-# fp32 tl.dot may run as tf32 on a GPU (10-bit mantissa); the interpreter computes in true fp32.
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+# fp32 tl.dot may run as tf32 on a GPU (10-bit mantissa); the interpreter: true fp32.
 TOL = {
     torch.float32: (1e-2, 1e-2) if ON_GPU else (1e-4, 1e-4),
     torch.float16: (1e-2, 1e-2),
@@ -17,7 +20,9 @@ TOL = {
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("mkn", [(1, 1, 1), (16, 16, 16), (17, 33, 45), (64, 48, 80), (31, 70, 19)])
+@pytest.mark.parametrize(
+    "mkn", [(1, 1, 1), (16, 16, 16), (17, 33, 45), (64, 48, 80), (31, 70, 19)]
+)
 def test_matches_torch(impl, device, dtype, mkn):
     m, k, n = mkn
     a = torch.randn(m, k, device=device, dtype=dtype)
@@ -40,12 +45,13 @@ def test_tile_shapes(impl, device, blocks):
     a = torch.randn(40, 50, device=device)
     b = torch.randn(50, 36, device=device)
     rtol, atol = TOL[torch.float32]
-    assert_close(impl.matmul(a, b, block_m=bm, block_n=bn, block_k=bk), impl.matmul_torch(a, b),
-                 rtol=rtol, atol=atol)
+    assert_close(impl.matmul(a, b, block_m=bm, block_n=bn, block_k=bk),
+                 impl.matmul_torch(a, b), rtol=rtol, atol=atol)
 
 
 def test_launcher_refuses_bad_input(impl, device):
     with pytest.raises(ValueError):
         impl.matmul(torch.randn(4, 5, device=device), torch.randn(4, 5, device=device))
     with pytest.raises(ValueError):
-        impl.matmul(torch.randn(4, 5, device=device), torch.randn(5, 4, device=device), block_k=8)
+        impl.matmul(torch.randn(4, 5, device=device), torch.randn(5, 4, device=device),
+                    block_k=8)

@@ -9,7 +9,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -25,7 +25,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 def _check_block(name: str, v: int) -> None:
@@ -67,7 +70,8 @@ def row_sum(x: torch.Tensor, *, block_n: int = 64) -> torch.Tensor:
     n_rows, n_cols = x.shape
     if min(x.stride()) < 0:
         raise ValueError(f"x has a negative stride {x.stride()}: not supported")
-    last = (n_rows - 1) * x.stride(0) + (n_cols - 1 + block_n) * x.stride(1)  # past the last chunk's lanes
+    # past the last chunk's lanes
+    last = (n_rows - 1) * x.stride(0) + (n_cols - 1 + block_n) * x.stride(1)
     if n_rows * n_cols >= 2**31 or last >= 2**31:  # int32 offsets
         raise ValueError("x is too large for this kernel's int32 offsets")
     out = torch.empty(n_rows, device=x.device, dtype=x.dtype)

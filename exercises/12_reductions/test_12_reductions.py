@@ -1,13 +1,21 @@
-"""Tests for exercise 12: row sums with tl.sum (run: pytest exercises/12_reductions)."""
+"""Tests for exercise 12: row sums with tl.sum.
+
+Run: pytest exercises/12_reductions
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
-TOL = {torch.float32: (1e-5, 1e-4), torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2)}
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+TOL = {
+    torch.float32: (1e-5, 1e-4),
+    torch.float16: (1e-2, 1e-2),
+    torch.bfloat16: (2e-2, 2e-2),
+}
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -22,17 +30,21 @@ def test_matches_torch(impl, device, dtype, n_cols):
 def test_block_sizes(impl, device, block_n):
     """Rows longer and shorter than one chunk."""
     x = torch.randn(4, 700, device=device)
-    assert_close(impl.row_sum(x, block_n=block_n), impl.row_sum_torch(x), rtol=1e-5, atol=1e-4)
+    assert_close(
+        impl.row_sum(x, block_n=block_n), impl.row_sum_torch(x), rtol=1e-5, atol=1e-4
+    )
 
 
 def test_strided_views(impl, device):
     base = torch.randn(60, 90, device=device)
-    for x in (base.t(), base[1::3, ::2], torch.randn(1, 77, device=device).expand(5, 77)):
+    expanded = torch.randn(1, 77, device=device).expand(5, 77)
+    for x in (base.t(), base[1::3, ::2], expanded):
         assert_close(impl.row_sum(x), impl.row_sum_torch(x), rtol=1e-5, atol=1e-4)
 
 
 def test_all_positive_values(impl, device):
-    x = torch.rand(3, 1000, device=device, dtype=torch.float16)  # a sum near 500: fp16 accumulation would drift
+    # a sum near 500: fp16 accumulation would drift
+    x = torch.rand(3, 1000, device=device, dtype=torch.float16)
     assert_close(impl.row_sum(x), impl.row_sum_torch(x), rtol=1e-3, atol=1e-3)
 
 

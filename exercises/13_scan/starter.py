@@ -1,7 +1,8 @@
-"""Exercise 13, Scans: the exclusive prefix sum of each row, y[i, j] = x[i, 0] + ... + x[i, j - 1].
+"""Exercise 13, Scans: the exclusive prefix sum of each row.
 
-Write the body of `exclusive_cumsum_kernel`; the launcher `exclusive_cumsum` is complete.
-Check your answer with `pytest exercises/13_scan`.
+y[i, j] = x[i, 0] + ... + x[i, j - 1].
+Write the body of `exclusive_cumsum_kernel`; the launcher `exclusive_cumsum` is
+complete. Check your answer with `pytest exercises/13_scan`.
 """
 
 import os
@@ -9,7 +10,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -25,7 +26,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 MAX_COLS = 4096  # one tile per row, held in registers
@@ -56,11 +60,14 @@ def exclusive_cumsum_kernel(
 
 
 def exclusive_cumsum(x: torch.Tensor) -> torch.Tensor:
-    """The exclusive prefix sum along dim 1 of a 2-D float `x` whose columns are contiguous."""
+    """The exclusive prefix sum along dim 1 of a 2-D float `x` whose columns are
+    contiguous."""
     _check_tensor("x", x, 2)
     n_rows, n_cols = x.shape
     if x.stride(1) != 1 and n_cols > 1:
-        raise ValueError(f"x's columns must be contiguous (stride(1) == 1), got stride {x.stride()}")
+        raise ValueError(
+            f"x's columns must be contiguous (stride(1) == 1), got stride {x.stride()}"
+        )
     if not 1 <= n_cols <= MAX_COLS:
         raise ValueError(f"x must have 1 to {MAX_COLS} columns, got {n_cols}")
     if n_rows * max(x.stride(0), n_cols) >= 2**31:  # int32 offsets
@@ -81,5 +88,6 @@ def exclusive_cumsum_torch(x: torch.Tensor) -> torch.Tensor:
 
 if __name__ == "__main__":
     x = torch.randn(5, 300, device="cuda" if torch.cuda.is_available() else "cpu")
-    torch.testing.assert_close(exclusive_cumsum(x), exclusive_cumsum_torch(x), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(exclusive_cumsum(x), exclusive_cumsum_torch(x),
+                               rtol=1e-5, atol=1e-4)
     print("exclusive_cumsum matches torch")

@@ -1,5 +1,6 @@
-"""Exercise 14, Layer norm: the forward pass, y = (x - mean) / sqrt(var + eps) * weight + bias.
+"""Exercise 14, Layer norm: the forward pass.
 
+y = (x - mean) / sqrt(var + eps) * weight + bias.
 Write the body of `layer_norm_fwd_kernel`; the launcher `layer_norm` is complete.
 Check your answer with `pytest exercises/14_layer_norm`.
 """
@@ -9,7 +10,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import torch.nn.functional as F
 import triton
@@ -26,7 +27,10 @@ def _check_tensor(name: str, t, ndim: int | None = None) -> None:
     if ndim is not None and t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 MAX_COLS = 8192  # one tile per row, held in registers
@@ -71,9 +75,11 @@ def layer_norm_fwd_kernel(
 # --8<-- [end:kernel]
 
 
-def layer_norm_with_stats(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5):
-    """(y, mean, rstd): layer norm over the last dimension of `x` (any leading shape), and the
-    fp32 mean and 1 / sqrt(var + eps) of each row, as a backward pass would reuse them."""
+def layer_norm_with_stats(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                          eps: float = 1e-5):
+    """(y, mean, rstd): layer norm over the last dimension of `x` (any leading
+    shape), and the fp32 mean and 1 / sqrt(var + eps) of each row, as a backward
+    pass would reuse them."""
     _check_tensor("x", x)
     _check_tensor("weight", weight, 1)
     _check_tensor("bias", bias, 1)
@@ -81,12 +87,14 @@ def layer_norm_with_stats(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
         raise ValueError("x must have at least one dimension")
     n_cols = x.shape[-1]
     if weight.shape != (n_cols,) or bias.shape != (n_cols,):
-        raise ValueError(f"weight and bias must have shape ({n_cols},), got {tuple(weight.shape)} "
-                         f"and {tuple(bias.shape)}")
+        raise ValueError(f"weight and bias must have shape ({n_cols},), "
+                         f"got {tuple(weight.shape)} and {tuple(bias.shape)}")
     if not weight.dtype == bias.dtype == x.dtype:
-        raise TypeError(f"x, weight and bias must have one dtype, got {x.dtype}, {weight.dtype}, {bias.dtype}")
+        raise TypeError("x, weight and bias must have one dtype, "
+                        f"got {x.dtype}, {weight.dtype}, {bias.dtype}")
     if not 1 <= n_cols <= MAX_COLS:
-        raise ValueError(f"x must have 1 to {MAX_COLS} elements in its last dimension, got {n_cols}")
+        raise ValueError(f"x must have 1 to {MAX_COLS} elements in its last dimension, "
+                         f"got {n_cols}")
     if not eps > 0:
         raise ValueError(f"eps must be positive, got {eps}")
     x2 = x.reshape(-1, n_cols)  # a view when it can be
@@ -100,22 +108,28 @@ def layer_norm_with_stats(x: torch.Tensor, weight: torch.Tensor, bias: torch.Ten
     mean = torch.empty(n_rows, device=x.device, dtype=torch.float32)
     rstd = torch.empty(n_rows, device=x.device, dtype=torch.float32)
     if n_rows > 0:
-        layer_norm_fwd_kernel[(n_rows,)](x2, y, weight, bias, mean, rstd, n_cols, x2.stride(0), eps,
+        layer_norm_fwd_kernel[(n_rows,)](x2, y, weight, bias, mean, rstd, n_cols,
+                                         x2.stride(0), eps,
                                          BLOCK_N=triton.next_power_of_2(n_cols))
     return y.reshape(x.shape), mean.reshape(x.shape[:-1]), rstd.reshape(x.shape[:-1])
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+               eps: float = 1e-5) -> torch.Tensor:
     """F.layer_norm(x, x.shape[-1:], weight, bias, eps), computed by the kernel."""
     return layer_norm_with_stats(x, weight, bias, eps)[0]
 
 
-def layer_norm_torch(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+def layer_norm_torch(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                     eps: float = 1e-5) -> torch.Tensor:
     """The plain torch reference (fp32 arithmetic, rounded to x's dtype)."""
-    return F.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(), eps).to(x.dtype)
+    y = F.layer_norm(x.float(), x.shape[-1:], weight.float(), bias.float(), eps)
+    return y.to(x.dtype)
 
 
-def stats_torch(x: torch.Tensor, eps: float = 1e-5) -> tuple[torch.Tensor, torch.Tensor]:
+def stats_torch(
+    x: torch.Tensor, eps: float = 1e-5
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(mean, rstd) of each row of x over its last dimension, in fp32."""
     var, mean = torch.var_mean(x.float(), dim=-1, correction=0)
     return mean, torch.rsqrt(var + eps)

@@ -1,5 +1,6 @@
-"""Exercise 15, Dropout: zero each element with probability p, from a seed, without storing a mask.
+"""Exercise 15, Dropout: zero each element with probability p.
 
+The dropped elements follow from a seed, without storing a mask.
 Write the body of `dropout_kernel`; the launcher `dropout` is complete.
 Check your answer with `pytest exercises/15_dropout`.
 """
@@ -9,7 +10,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -23,7 +24,10 @@ def _check_tensor(name: str, t) -> None:
     if t.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 # --8<-- [start:kernel]
@@ -50,29 +54,34 @@ def dropout_kernel(
 # --8<-- [end:kernel]
 
 
-def dropout(x: torch.Tensor, p: float, seed: int, *, block_size: int = 1024) -> torch.Tensor:
-    """Dropout of `x` (any shape): zero each element with probability p, scale the others by
-    1 / (1 - p). The mask is a function of (seed, element index) only."""
+def dropout(
+    x: torch.Tensor, p: float, seed: int, *, block_size: int = 1024
+) -> torch.Tensor:
+    """Dropout of `x` (any shape): zero each element with probability p, scale the
+    others by 1 / (1 - p). The mask is a function of (seed, element index) only."""
     _check_tensor("x", x)
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
         raise ValueError(f"p must be a float in [0, 1), got {p!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**31:
         raise ValueError(f"seed must be an int in [0, 2**31), got {seed!r}")
     if block_size <= 0 or block_size & (block_size - 1):
-        raise ValueError(f"block_size must be a positive power of two, got {block_size}")
+        raise ValueError(
+            f"block_size must be a positive power of two, got {block_size}"
+        )
     if x.numel() >= 2**31:  # int32 offsets
         raise ValueError("x is too large for this kernel's int32 offsets")
     xc = x.contiguous()  # the mask follows the row-major index of each element
     y = torch.empty_like(xc)
     n = xc.numel()
     if n > 0:
-        dropout_kernel[(triton.cdiv(n, block_size),)](xc, y, n, float(p), seed, BLOCK_SIZE=block_size)
+        dropout_kernel[(triton.cdiv(n, block_size),)](xc, y, n, float(p), seed,
+                                                      BLOCK_SIZE=block_size)
     return y
 
 
 def dropout_torch(x: torch.Tensor, keep: torch.Tensor, p: float) -> torch.Tensor:
-    """The plain torch reference, given the keep-mask (True: kept): x / (1 - p) where kept, else 0,
-    in fp32, rounded to x's dtype."""
+    """The plain torch reference, given the keep-mask (True: kept): x / (1 - p) where
+    kept, else 0, in fp32, rounded to x's dtype."""
     return torch.where(keep, x.float() / (1.0 - p), 0.0).to(x.dtype)
 
 
@@ -80,4 +89,5 @@ if __name__ == "__main__":
     x = torch.rand(1000, device="cuda" if torch.cuda.is_available() else "cpu") + 1.0
     y = dropout(x, 0.25, seed=7)
     torch.testing.assert_close(y, dropout_torch(x, y != 0, 0.25))
-    print(f"dropout kept {(y != 0).float().mean():.3f} of the elements (expected about 0.75)")
+    kept = (y != 0).float().mean()
+    print(f"dropout kept {kept:.3f} of the elements (expected about 0.75)")

@@ -1,13 +1,21 @@
-"""Tests for exercise 15: dropout from a seed, without a stored mask (run: pytest exercises/15_dropout)."""
+"""Tests for exercise 15: dropout from a seed, without a stored mask.
+
+Run: pytest exercises/15_dropout
+"""
 
 import pytest
 import torch
 
 from checking import assert_close
 
-# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test it on a GPU only.
-DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if torch.cuda.is_available() else [])
-TOL = {torch.float32: (1e-6, 1e-6), torch.float16: (1e-3, 1e-3), torch.bfloat16: (1e-2, 1e-2)}
+ON_GPU = torch.cuda.is_available()
+# bf16 is wrong in Triton's interpreter (triton issues 4972, 11584): test on a GPU only.
+DTYPES = [torch.float32, torch.float16] + ([torch.bfloat16] if ON_GPU else [])
+TOL = {
+    torch.float32: (1e-6, 1e-6),
+    torch.float16: (1e-3, 1e-3),
+    torch.bfloat16: (1e-2, 1e-2),
+}
 
 
 def no_zeros(shape, device, dtype=torch.float32):
@@ -19,7 +27,8 @@ def no_zeros(shape, device, dtype=torch.float32):
 @pytest.mark.parametrize("p", [0.1, 0.5])
 @pytest.mark.parametrize("n", [1, 17, 1000, 4099])
 def test_matches_torch(impl, device, dtype, p, n):
-    """Kept elements are scaled by 1 / (1 - p), dropped ones are 0 (the mask is read off the output)."""
+    """Kept elements are scaled by 1 / (1 - p), dropped ones are 0 (the mask is read
+    off the output)."""
     x = no_zeros(n, device, dtype)
     y = impl.dropout(x, p, seed=123)
     rtol, atol = TOL[dtype]
@@ -32,7 +41,9 @@ def test_drops_a_fraction_p(impl, device, p):
     y = impl.dropout(x, p, seed=2024)
     assert y.isfinite().all(), "some elements were not written"
     dropped = (y == 0).float().mean().item()
-    assert abs(dropped - p) < 0.02, f"dropped {dropped:.3f} of the elements, expected about {p}"
+    assert abs(dropped - p) < 0.02, (
+        f"dropped {dropped:.3f} of the elements, expected about {p}"
+    )
 
 
 def test_same_seed_same_mask_other_seed_other_mask(impl, device):
@@ -45,18 +56,21 @@ def test_same_seed_same_mask_other_seed_other_mask(impl, device):
 def test_mask_depends_on_the_index_only(impl, device):
     """Two inputs of one size, one seed: the same elements are dropped."""
     a, b = no_zeros(2000, device), no_zeros(2000, device)
-    assert torch.equal(impl.dropout(a, 0.3, seed=5) == 0, impl.dropout(b, 0.3, seed=5) == 0)
+    assert torch.equal(impl.dropout(a, 0.3, seed=5) == 0,
+                       impl.dropout(b, 0.3, seed=5) == 0)
 
 
 @pytest.mark.parametrize("block_size", [16, 64, 4096])
 def test_mask_does_not_depend_on_the_block_size(impl, device, block_size):
-    """A random number drawn from the tile's lane numbers alone would repeat in every tile."""
+    """Random bits from the tile's lane numbers alone would repeat in every tile."""
     x = no_zeros(3001, device)
-    assert_close(impl.dropout(x, 0.5, seed=9, block_size=block_size), impl.dropout(x, 0.5, seed=9), rtol=0, atol=0)
+    assert_close(impl.dropout(x, 0.5, seed=9, block_size=block_size),
+                 impl.dropout(x, 0.5, seed=9), rtol=0, atol=0)
 
 
 def test_backward_regenerates_the_mask(impl, device):
-    """The gradient of dropout is dropout of the incoming gradient with the same seed: no mask is kept."""
+    """The gradient of dropout is dropout of the incoming gradient with the same seed:
+    no mask is kept."""
     x = no_zeros((37, 41), device)
     y = impl.dropout(x, 0.4, seed=77)
     dy = torch.randn(37, 41, device=device)

@@ -1,5 +1,6 @@
-"""Exercise 16, Fused attention: softmax(q @ k^T * scale) @ v for a short sequence, in one kernel.
+"""Exercise 16, Fused attention: softmax(q @ k^T * scale) @ v in one kernel.
 
+For a short sequence: every key and value fits in one tile.
 Write the body of `attention_kernel`; the launcher `attention` is complete.
 Check your answer with `pytest exercises/16_attention`.
 """
@@ -10,7 +11,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -26,7 +27,10 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(
+            f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+            "(Triton's interpreter)"
+        )
 
 
 MAX_SEQ = 256  # every key and value of a sequence in one tile
@@ -83,37 +87,50 @@ def attention_kernel(
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
               sm_scale: float | None = None, *, block_m: int = 16) -> torch.Tensor:
-    """softmax(q @ k^T * sm_scale) @ v for q, k, v of shape (batch, heads, seq, head_dim),
-    seq <= 256; sm_scale defaults to 1 / sqrt(head_dim)."""
+    """softmax(q @ k^T * sm_scale) @ v for q, k, v of shape
+    (batch, heads, seq, head_dim), seq <= 256; sm_scale defaults to
+    1 / sqrt(head_dim)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         _check_tensor(name, t, 4)
     if not q.shape == k.shape == v.shape:
-        raise ValueError(f"q, k and v must have one shape, got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(f"q, k and v must have one shape, got {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
     if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise TypeError(
+            f"q, k and v must have one dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
+        )
     batch, heads, seq_len, head_dim = q.shape
     if not 1 <= seq_len <= MAX_SEQ:
-        raise ValueError(f"this kernel holds the whole sequence: 1 to {MAX_SEQ} positions, got {seq_len}")
+        raise ValueError(f"this kernel holds the whole sequence: 1 to {MAX_SEQ} "
+                         f"positions, got {seq_len}")
     if not 1 <= head_dim <= MAX_HEAD_DIM:
         raise ValueError(f"head_dim must be 1 to {MAX_HEAD_DIM}, got {head_dim}")
     if block_m < 16 or block_m & (block_m - 1):
-        raise ValueError(f"block_m must be a power of two >= 16 (tl.dot's smallest tile), got {block_m}")
+        raise ValueError("block_m must be a power of two >= 16 "
+                         f"(tl.dot's smallest tile), got {block_m}")
     if batch * heads > MAX_GRID_YZ:
-        raise ValueError(f"batch x heads = {batch * heads}: at most {MAX_GRID_YZ} (one grid axis)")
+        raise ValueError(
+            f"batch x heads = {batch * heads}: at most {MAX_GRID_YZ} (one grid axis)"
+        )
     if q.numel() >= 2**31:  # int32 offsets
         raise ValueError("q is too large for this kernel's int32 offsets")
     scale = 1.0 / math.sqrt(head_dim) if sm_scale is None else float(sm_scale)
-    q3, k3, v3 = (t.reshape(batch * heads, seq_len, head_dim).contiguous() for t in (q, k, v))
+    q3, k3, v3 = (
+        t.reshape(batch * heads, seq_len, head_dim).contiguous() for t in (q, k, v)
+    )
     o = torch.empty_like(q3)
     if q3.numel() > 0:
         grid = (triton.cdiv(seq_len, block_m), batch * heads)
         attention_kernel[grid](q3, k3, v3, o, seq_len, head_dim, scale, BLOCK_M=block_m,
                                BLOCK_N=max(16, triton.next_power_of_2(seq_len)),
-                               BLOCK_D=max(16, triton.next_power_of_2(head_dim)), CAUSAL=causal)
+                               BLOCK_D=max(16, triton.next_power_of_2(head_dim)),
+                               CAUSAL=causal)
     return o.reshape(q.shape)
 
 
-def attention_torch(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
+def attention_torch(
+    q, k, v, causal: bool = False, sm_scale: float | None = None
+) -> torch.Tensor:
     """The plain torch reference: fp32 maths, result in q's dtype."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
     s = (q.float() @ k.float().transpose(-1, -2)) * scale
@@ -124,7 +141,9 @@ def attention_torch(q, k, v, causal: bool = False, sm_scale: float | None = None
 
 
 if __name__ == "__main__":
-    q, k, v = (torch.randn(2, 3, 50, 32, device="cuda" if torch.cuda.is_available() else "cpu") for _ in range(3))
-    torch.testing.assert_close(attention(q, k, v, causal=True), attention_torch(q, k, v, causal=True),
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    q, k, v = (torch.randn(2, 3, 50, 32, device=device) for _ in range(3))
+    torch.testing.assert_close(attention(q, k, v, causal=True),
+                               attention_torch(q, k, v, causal=True),
                                rtol=1e-2, atol=1e-2)
     print("attention matches torch")
