@@ -25,7 +25,7 @@ import time
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -45,7 +45,7 @@ TUNING_RUNS = {"count": 0}  # how many configs have been benchmarked, over all k
 
 
 def tuning_bench(fn, quantiles):
-    """Time one config for the autotuner: Triton's do_bench on a GPU, a wall clock in the interpreter."""
+    """Time one config for the autotuner: do_bench on a GPU, else a wall clock."""
     TUNING_RUNS["count"] += 1
     if not INTERPRETED:
         return triton.testing.do_bench(fn, quantiles=quantiles)
@@ -64,17 +64,19 @@ def tuning_bench(fn, quantiles):
 # --8<-- [start:configs]
 def block_configs():
     """Candidate tile sizes; the autotuner benchmarks the ones the pruner keeps."""
-    return [triton.Config({"BLOCK_SIZE": b}, num_warps=w) for b, w in ((256, 2), (1024, 4), (4096, 8))]
+    sizes = ((256, 2), (1024, 4), (4096, 8))  # (BLOCK_SIZE, num_warps)
+    return [triton.Config({"BLOCK_SIZE": b}, num_warps=w) for b, w in sizes]
 
 
 def prune_blocks(configs, named_args, **kwargs):
-    """Drop tiles larger than the (bucketed) problem: they would only time masked lanes."""
-    kept = [c for c in configs if c.kwargs["BLOCK_SIZE"] <= max(named_args["n_bucket"], 256)]
+    """Drop tiles larger than the (bucketed) problem: they would time masked lanes."""
+    largest = max(named_args["n_bucket"], 256)
+    kept = [c for c in configs if c.kwargs["BLOCK_SIZE"] <= largest]
     return kept or configs[:1]
 
 
 def bucket(n: int) -> int:
-    """The autotune key for a size: the next power of two, so sizes 1025..2048 share one tuning."""
+    """The autotune key for a size: the next power of two (1025..2048 share one)."""
     return triton.next_power_of_2(n)
 # --8<-- [end:configs]
 
@@ -88,7 +90,8 @@ def bucket(n: int) -> int:
     restore_value=["x_ptr"],  # (2)!
     do_bench=tuning_bench,
 )
-@triton.heuristics({"EVEN": lambda args: args["n_elements"] % args["BLOCK_SIZE"] == 0})  # (3)!
+@triton.heuristics(  # (3)!
+    {"EVEN": lambda args: args["n_elements"] % args["BLOCK_SIZE"] == 0})
 @triton.jit
 def scale_inplace_kernel(
     x_ptr,  # pointer to the tensor, read and overwritten
@@ -103,7 +106,8 @@ def scale_inplace_kernel(
         tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * alpha)
     else:
         mask = offsets < n_elements
-        tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * alpha, mask=mask)
+        x = tl.load(x_ptr + offsets, mask=mask)
+        tl.store(x_ptr + offsets, x * alpha, mask=mask)
 # --8<-- [end:scale-kernel]
 
 
@@ -120,13 +124,16 @@ def _check_vector(name: str, t) -> None:
     if t.dim() != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
     if not t.is_contiguous():
-        raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
+        raise ValueError(f"{name} must be contiguous (stride 1), "
+                         f"got stride {t.stride()}")
     if t.numel() == 0:
         raise ValueError(f"{name} must not be empty")
-    if t.numel() > 2**31 - 1:  # program_id * BLOCK_SIZE is int32 arithmetic in both kernels
-        raise ValueError(f"{name} has {t.numel()} elements, more than 2**31 - 1: these kernels compute int32 offsets")
+    if t.numel() > 2**31 - 1:  # both kernels compute program_id * BLOCK_SIZE in int32
+        raise ValueError(f"{name} has {t.numel()} elements, more than 2**31 - 1: "
+                         "these kernels compute int32 offsets")
     if t.device.type == "cpu" and not INTERPRETED:
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def scale_(x: torch.Tensor, alpha: float, kernel=scale_inplace_kernel) -> torch.Tensor:
@@ -167,7 +174,7 @@ def sum_kernel(x_ptr, out_ptr, n_elements, n_bucket, BLOCK_SIZE: tl.constexpr):
 
 
 def sum_(x: torch.Tensor, kernel=sum_kernel) -> torch.Tensor:
-    """Sum of x as a 1-element fp32 tensor (atomics: the last bits vary from run to run)."""
+    """Sum of x as a 1-element fp32 tensor (atomics: the last bits vary per run)."""
     _check_vector("x", x)
     n = x.numel()
     out = torch.zeros(1, device=x.device, dtype=torch.float32)
@@ -190,12 +197,13 @@ def sum_torch(x: torch.Tensor) -> torch.Tensor:
 # %%
 # --8<-- [start:pitfalls]
 def tuned(kernel, key, **options):
-    """A fresh autotuner over `kernel` (a @jit or @heuristics function): its own cache."""
+    """A fresh autotuner over `kernel` (a @jit or @heuristics function), own cache."""
+    prune = {"early_config_prune": prune_blocks}
     return triton.autotune(configs=block_configs(), key=key, do_bench=tuning_bench,
-                           prune_configs_by={"early_config_prune": prune_blocks}, **options)(kernel)
+                           prune_configs_by=prune, **options)(kernel)
 
 
-_scale_body = scale_inplace_kernel.fn  # the @heuristics(@jit) function under the autotuner
+_scale_body = scale_inplace_kernel.fn  # the @heuristics(@jit) function inside
 _sum_body = sum_kernel.fn
 
 scale_no_restore = tuned(_scale_body, ["n_bucket"])  # (1)!
@@ -221,51 +229,16 @@ def self_check(sizes=(1, 17, 1023, 1025, 4099)) -> None:
     for n in sizes:
         x = torch.randn(n, device=DEVICE)
         expected = scale_torch(x, 0.5)
-        torch.testing.assert_close(scale_(x, 0.5), expected)  # tuned on the first call of a bucket
+        torch.testing.assert_close(scale_(x, 0.5), expected)  # tunes once per bucket
         torch.testing.assert_close(sum_(x), sum_torch(x), rtol=1e-5, atol=1e-4)
     x = torch.randn(1000, device=DEVICE)
-    wrong = scale_(x.clone(), 2.0, kernel=scale_no_restore)  # tuning ran the kernel several times
-    print(f"autotune: scale_ and sum_ match torch on {DEVICE.type} for n in {list(sizes)} "
-          f"({tunings(scale_inplace_kernel)} tunings, {TUNING_RUNS['count']} benchmarked configs); "
-          f"without restore_value the first call returned {float((wrong / x).mean()):.3g} * x instead of 2 * x")
+    wrong = scale_(x.clone(), 2.0, kernel=scale_no_restore)  # tuning ran it many times
+    ratio = float((wrong / x).mean())
+    print(f"autotune: scale_ and sum_ match torch on {DEVICE.type} for n in "
+          f"{list(sizes)} ({tunings(scale_inplace_kernel)} tunings, "
+          f"{TUNING_RUNS['count']} benchmarked configs); without restore_value the "
+          f"first call returned {ratio:.3g} * x instead of 2 * x")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# The atomic sum reads 4 bytes per element. The first call of each size tunes the
-# kernel; the runner's first (checking) call happens before timing starts.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "autotune_sum_fp32",
-        "title": "Sum, fp32, autotuned block size",
-        "x_name": "n",
-        "x_vals": [2**k for k in range(12, 29, 2)],
-        "tiny_x_vals": [1, 1025, 4097],
-        "providers": ["triton", "torch"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    a = torch.randn(x, device=device, dtype=torch.float32)
-    fns = {"triton": lambda: sum_(a), "torch": lambda: a.sum().reshape(1)}
-    return {
-        "fn": fns[provider],
-        "ref": lambda: sum_torch(a),
-        "work": x * a.element_size(),  # bytes read
-        "rtol": 1e-4,
-        "atol": 1e-3 * x**0.5,  # fp32 rounding of a sum of x unit normals grows like sqrt(x)
-    }
 
 
 # %%

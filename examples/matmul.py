@@ -23,7 +23,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -45,7 +45,8 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # %%
 # --8<-- [start:ordering]
 @triton.jit
-def tile_coords(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+def tile_coords(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                GROUP_M: tl.constexpr):
     """Map a 1-D program id to the (row, column) of the output tile it owns."""
     num_pid_m = tl.cdiv(M, BLOCK_M)  # tiles down the rows of C
     num_pid_n = tl.cdiv(N, BLOCK_N)  # tiles across the columns of C
@@ -101,7 +102,8 @@ def matmul_kernel(
         b_ptrs += BLOCK_K * stride_bk
 
     c = acc.to(c_ptr.dtype.element_ty)  # (6)!
-    c_ptrs = c_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :] * stride_cn
+    rows_c = offs_m[:, None].to(tl.int64)
+    c_ptrs = c_ptr + rows_c * stride_cm + offs_n[None, :] * stride_cn
     tl.store(c_ptrs, c, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))  # (7)!
 # --8<-- [end:kernel]
 
@@ -121,21 +123,22 @@ ON_GPU = torch.cuda.is_available()
 
 
 def matmul_configs() -> list[triton.Config]:
-    """Tile shapes for `matmul_kernel`: a short list on a GPU, one config on the CPU."""
-    if not ON_GPU:
-        return [triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_warps=4, num_stages=1)]
+    """Tile shapes for `matmul_kernel`: a short list on a GPU, one on the CPU."""
     c = triton.Config
+    if not ON_GPU:
+        return [c({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, num_stages=1)]
     return [  # (1)!
-        c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}, num_warps=8, num_stages=3),  # 2048 and up
+        c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64}, num_warps=8, num_stages=3),
         c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}, num_warps=4, num_stages=4),
-        c({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4, num_stages=4),  # 1024: more programs
+        c({"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64}, num_warps=4, num_stages=4),
     ]
 
 
 def autotune_timer(kernel_call, quantiles):
-    """Time each config inside a CUDA graph: at 1024^3 a launch costs the host more than the kernel."""
+    """Time each config in a CUDA graph: at 1024^3 a launch outlasts the kernel."""
     torch.cuda.synchronize()  # (3)!
-    return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)  # (2)!
+    return triton.testing.do_bench_cudagraph(  # (2)!
+        kernel_call, rep=20, quantiles=quantiles)
 
 
 matmul_kernel_tuned = triton.autotune(
@@ -165,9 +168,12 @@ def matmul_tma_kernel(
     GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,  # split loads and math between warp groups
 ):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N])
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
+                                       block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
     pid_m, pid_n = tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     off_m = pid_m * BLOCK_M
     off_n = pid_n * BLOCK_N
@@ -184,31 +190,28 @@ def matmul_tma_kernel(
 # %%
 # --8<-- [start:tma-autotune]
 def matmul_tma_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config]:
-    """Tile shapes for `matmul_tma_kernel` and `dtype`; one config under the interpreter."""
+    """Tile shapes for `matmul_tma_kernel` and `dtype`; one under the interpreter."""
+
+    def c(bm, bn, bk, warps, stages):
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "WARP_SPECIALIZE": False}
+        return triton.Config(meta, num_warps=warps, num_stages=stages)
+
     if not ON_GPU:
-        return [triton.Config({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "WARP_SPECIALIZE": False},
-                              num_warps=4, num_stages=1)]
-    c = triton.Config
-    if dtype == torch.float32:  # 4-byte tiles: smaller N and K keep stages + epilogue under 227 KB
-        return [
-            c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
-            c({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=4),
-            c({"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "WARP_SPECIALIZE": False}, num_warps=4, num_stages=4),
-        ]
-    return [
-        c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
-        c({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=4),
-        c({"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "WARP_SPECIALIZE": False}, num_warps=8, num_stages=3),
-    ]
+        return [c(64, 64, 32, 4, 1)]
+    if dtype == torch.float32:  # 4-byte elements: smaller N and K fit in 227 KB
+        return [c(128, 128, 32, 8, 3), c(128, 128, 32, 8, 4), c(128, 64, 32, 4, 4)]
+    return [c(128, 256, 64, 8, 3), c(128, 256, 64, 8, 4), c(256, 128, 64, 8, 3)]
 
 
-matmul_tma_kernel_tuned = triton.autotune(
-    configs=matmul_tma_configs(), key=["M", "N", "K", "GROUP_M"], do_bench=autotune_timer
-)(matmul_tma_kernel)
+def _tma_tuned(dtype: torch.dtype):
+    configs = matmul_tma_configs(dtype)
+    return triton.autotune(configs=configs, key=["M", "N", "K", "GROUP_M"],
+                           do_bench=autotune_timer)(matmul_tma_kernel)
+
+
+matmul_tma_kernel_tuned = _tma_tuned(torch.float16)
 # fp32 tiles take twice the shared memory: a tuner of their own, with smaller tiles.
-matmul_tma_kernel_tuned_fp32 = triton.autotune(
-    configs=matmul_tma_configs(torch.float32), key=["M", "N", "K", "GROUP_M"], do_bench=autotune_timer
-)(matmul_tma_kernel)
+matmul_tma_kernel_tuned_fp32 = _tma_tuned(torch.float32)
 # --8<-- [end:tma-autotune]
 
 
@@ -229,34 +232,46 @@ import functools
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INT32_MAX = 2**31 - 1
-MAX_BLOCK_K = max(cfg.kwargs["BLOCK_K"] for cfg in matmul_configs())  # rows and columns are int64; K steps are not
+# rows and columns are int64 offsets; steps along K are not
+MAX_BLOCK_K = max(cfg.kwargs["BLOCK_K"] for cfg in matmul_configs())
 KERNELS = ("auto", "pointer", "tma")
 
 
-def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
+def _check_inputs(a, b, group_m, kernel) -> None:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if a.shape[1] != b.shape[0]:
-        raise ValueError(f"a.shape[1] must equal b.shape[0] (the K dimension), got {tuple(a.shape)} @ {tuple(b.shape)}")
+        raise ValueError("a.shape[1] must equal b.shape[0] (the K dimension), "
+                         f"got {tuple(a.shape)} @ {tuple(b.shape)}")
     if a.dtype != b.dtype:
-        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+        raise TypeError("a and b must have the same dtype, "
+                        f"got {a.dtype} and {b.dtype}")
     if a.device != b.device:
-        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+        raise ValueError("a and b must be on the same device, "
+                         f"got {a.device} and {b.device}")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+    if not isinstance(group_m, int) or group_m < 1:
+        raise ValueError(f"group_m must be a positive int, got {group_m!r}")
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
 
 
 def tma_compatible(*tensors: torch.Tensor) -> bool:
-    """True when every 2-D tensor can back a tensor descriptor: unit column stride, 16-byte aligned
-    rows that do not overlap (an expanded tensor's row stride 0 takes the pointer kernel)."""
+    """True when every 2-D tensor can back a tensor descriptor: unit column stride,
+    16-byte aligned rows that do not overlap (an expanded tensor's row stride 0 takes
+    the pointer kernel)."""
     for t in tensors:
         size = t.element_size()
-        if t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16 or (t.shape[1] * size) < 16:
+        if (t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16
+                or (t.shape[1] * size) < 16):
             return False
         if t.shape[0] > 1 and t.stride(0) < t.shape[1]:
             return False
@@ -265,13 +280,14 @@ def tma_compatible(*tensors: torch.Tensor) -> bool:
 
 @functools.cache
 def _has_tma(device: torch.device) -> bool:
-    """Hopper (compute capability 9) and newer copy tiles with TMA. Cached: asked on every call."""
+    """Hopper (compute capability 9) and newer copy tiles with TMA (asked per call)."""
     return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def _use_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
-    """kernel="auto": descriptors where they win on the H200 (see the probe), pointers elsewhere."""
-    if not (_has_tma(a.device) and a.dtype in (torch.float16, torch.bfloat16) and tma_compatible(a, b, c)):
+    """kernel="auto": descriptors where they win on the H200, pointers elsewhere."""
+    half = a.dtype in (torch.float16, torch.bfloat16)
+    if not (_has_tma(a.device) and half and tma_compatible(a, b, c)):
         return False
     M, K = a.shape
     N = b.shape[1]
@@ -279,47 +295,55 @@ def _use_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
     return not aligned or M * N * K >= 4096**3 // 2
 
 
+def _pick_kernel(a, b, c, kernel: str) -> bool:
+    """True for the descriptor kernel; refuses strides the chosen kernel cannot take."""
+    use_tma = _use_tma(a, b, c) if kernel == "auto" else kernel == "tma"
+    k_reach = max(a.stride(1), b.stride(0)) * MAX_BLOCK_K  # int32 steps along K
+    if not use_tma and k_reach > INT32_MAX:
+        if kernel == "auto" and _has_tma(a.device) and tma_compatible(a, b, c):
+            return True  # descriptors take 64-bit strides
+        raise ValueError(
+            "the pointer kernel steps along K in int32 offsets of up to "
+            f"{MAX_BLOCK_K} x the K stride; a.stride(1) = {a.stride(1)} and "
+            f"b.stride(0) = {b.stride(0)} reach {k_reach}, past 2**31 - 1: "
+            "pass a.contiguous() / b.contiguous(), or kernel='tma' on a Hopper GPU")
+    if use_tma and not tma_compatible(a, b, c):
+        raise ValueError("kernel='tma' needs a and b with unit column stride and "
+                         "16-byte aligned rows; "
+                         f"got strides {a.stride()} and {b.stride()}")
+    return use_tma
+
+
 def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
-    """Scratch memory for descriptors built inside a kernel (`tl.make_tensor_descriptor`)."""
+    """Scratch memory for descriptors built in kernels (tl.make_tensor_descriptor)."""
     return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, *, group_m: int = 8, kernel: str = "auto") -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, *, group_m: int = 8,
+           kernel: str = "auto") -> torch.Tensor:
     """Return a @ b (fp32 accumulation, a.dtype out) computed by a Triton kernel."""
-    _check_inputs(a, b)
-    if not isinstance(group_m, int) or group_m < 1:
-        raise ValueError(f"group_m must be a positive int, got {group_m!r}")
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    _check_inputs(a, b, group_m, kernel)
     (M, K), N = a.shape, b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
     if M == 0 or N == 0:
         return c
     if K == 0:
         return c.zero_()
-    use_tma = _use_tma(a, b, c) if kernel == "auto" else kernel == "tma"
-    k_reach = max(a.stride(1), b.stride(0)) * MAX_BLOCK_K  # the pointer kernel's int32 offsets along K
-    if not use_tma and k_reach > INT32_MAX:
-        if kernel == "auto" and _has_tma(a.device) and tma_compatible(a, b, c):
-            use_tma = True  # descriptors take 64-bit strides
-        else:
-            raise ValueError(
-                f"the pointer kernel steps along K in int32 offsets of up to {MAX_BLOCK_K} x the K stride; "
-                f"a.stride(1) = {a.stride(1)} and b.stride(0) = {b.stride(0)} reach {k_reach}, past 2**31 - 1: "
-                "pass a.contiguous() / b.contiguous(), or kernel='tma' on a Hopper GPU")
-    if use_tma and not tma_compatible(a, b, c):
-        raise ValueError("kernel='tma' needs a and b with unit column stride and 16-byte aligned rows; "
-                         f"got strides {a.stride()} and {b.stride()}")
-    if use_tma:
-        tuned = matmul_tma_kernel_tuned_fp32 if a.dtype == torch.float32 else matmul_tma_kernel_tuned
+    if _pick_kernel(a, b, c, kernel):
+        fp32 = a.dtype == torch.float32
+        tuned = matmul_tma_kernel_tuned_fp32 if fp32 else matmul_tma_kernel_tuned
         args = (a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
         if a.is_cuda:
             triton.set_allocator(_tma_scratch)  # (2)!
     else:
         tuned = matmul_kernel_tuned
-        args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # (3)!
-    tuned[grid](*args, GROUP_M=group_m)  # the first call for (M, N, K, GROUP_M, dtypes) autotunes
+        args = (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                c.stride(0), c.stride(1))
+
+    def grid(meta):  # (3)!
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+    tuned[grid](*args, GROUP_M=group_m)  # a new (M, N, K, GROUP_M, dtypes) autotunes
     return c
 
 
@@ -339,98 +363,18 @@ def matmul_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # %%
 # --8<-- [start:check]
 def self_check(shapes=((1, 1, 1), (127, 255, 33), (70, 33, 129))) -> None:
+    tol = {"rtol": 1e-2, "atol": 1e-2}
     for M, N, K in shapes:
         for dtype in (torch.float32, torch.float16):
             a = torch.randn(M, K, device=DEVICE, dtype=dtype)
             b = torch.randn(K, N, device=DEVICE, dtype=dtype) / K**0.5
-            torch.testing.assert_close(matmul(a, b), matmul_torch(a, b), rtol=1e-2, atol=1e-2)
+            torch.testing.assert_close(matmul(a, b), matmul_torch(a, b), **tol)
             bt = b.t().contiguous().t()  # same values, column-major layout
-            torch.testing.assert_close(matmul(a, bt, group_m=1), matmul_torch(a, b), rtol=1e-2, atol=1e-2)
-    print(f"matmul: matmul(a, b) == a @ b on {DEVICE.type} for (M, N, K) in {list(shapes)}, "
-          "fp32 and fp16, row- and column-major B")
+            got = matmul(a, bt, group_m=1)
+            torch.testing.assert_close(got, matmul_torch(a, b), **tol)
+    print(f"matmul: matmul(a, b) == a @ b on {DEVICE.type} for (M, N, K) in "
+          f"{list(shapes)}, fp32 and fp16, row- and column-major B")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# `scripts/bench.py` times every provider against cuBLAS (`torch.matmul`) with
-# `do_bench` and with CUDA graphs (`cudagraph: True`), which take the host-side
-# launch cost out of small problems. Work: `2 * M * N * K` flops.
-
-
-# %%
-def _parse_shape(x) -> tuple[int, int, int]:
-    if isinstance(x, int):
-        return x, x, x
-    m, n, k = (int(v) for v in str(x).split("x"))
-    return m, n, k
-
-
-BENCHMARKS = [
-    {
-        "name": f"matmul_{tag}",
-        "title": f"Matmul, {tag}, S x S x S",
-        "x_name": "S",
-        "x_vals": [1024, 2048, 4096, 8192],
-        "tiny_x_vals": [40, 136] if tag == "fp16" else [],  # bf16 is wrong in the interpreter
-        "providers": ["cublas", "triton-rowmajor", "triton-grouped", "triton-tma"],
-        "metric": "TFLOP/s",
-        "ceiling": tag,
-        "cudagraph": True,
-        "args": {"dtype": tag},
-        "targets": [  # speed targets (scripts/targets.py): the best of our variants in both matmul chapters
-            {"kind": "best_of", "label": f"matmul {tag} ≥ 0.9× cuBLAS (CUDA graph)", "min": 0.9, "at": [1024],
-             "timing": "cudagraph", "benches": [f"matmul_{tag}", f"matmul_persistent_{tag}"], "peer": "cublas",
-             "point": "{x}³"},
-            {"kind": "best_of", "label": f"matmul {tag} ≥ 1.0× cuBLAS", "min": 1.0, "at": [2048, 4096, 8192],
-             "benches": [f"matmul_{tag}", f"matmul_persistent_{tag}"], "peer": "cublas", "point": "{x}³"},
-        ],
-    }
-    for tag in ("fp16", "bf16")
-] + [
-    {
-        "name": f"matmul_ragged_{tag}",
-        "title": f"Matmul, {tag}, ragged M x N x K",
-        "x_name": "M x N x K",
-        "x_vals": ["4000x3000x2000"],
-        "tiny_x_vals": ["127x136x40"] if tag == "fp16" else [],
-        "providers": ["cublas", "triton-rowmajor", "triton-grouped", "triton-tma"],
-        "metric": "TFLOP/s",
-        "ceiling": tag,
-        "cudagraph": True,
-        "args": {"dtype": tag},
-        "targets": [  # speed targets (scripts/targets.py); matmul_persistent.py has a ragged bench in fp16 only
-            {"kind": "best_of", "label": f"matmul {tag} ≥ 1.0× cuBLAS", "min": 1.0, "peer": "cublas", "point": "{x}",
-             "benches": [f"matmul_ragged_{tag}"] + (["matmul_persistent_ragged_fp16"] if tag == "fp16" else [])},
-        ],
-    }
-    for tag in ("fp16", "bf16")
-]
-
-_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-def bench_case(name: str, provider: str, x, device=None, dtype: str = "fp16") -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    M, N, K = _parse_shape(x)
-    a = torch.randn(M, K, device=device, dtype=_DTYPES[dtype])
-    b = torch.randn(K, N, device=device, dtype=_DTYPES[dtype]) / K**0.5
-    fns = {
-        "cublas": lambda: torch.matmul(a, b),
-        "triton-rowmajor": lambda: matmul(a, b, group_m=1, kernel="pointer"),
-        "triton-grouped": lambda: matmul(a, b, group_m=8, kernel="pointer"),
-        "triton-tma": lambda: matmul(a, b, group_m=8, kernel="tma"),
-    }
-    tol = 2e-2 if dtype == "bf16" else 1e-2
-    return {
-        "fn": fns[provider],
-        "ref": lambda: matmul_torch(a, b),
-        "work": 2.0 * M * N * K,  # flops: one multiply and one add per (m, n, k)
-        "rtol": tol,
-        "atol": tol,
-    }
 
 
 # %%

@@ -25,7 +25,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -46,7 +46,8 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # %%
 # --8<-- [start:tile-helpers]
 @triton.jit
-def _tile_coords(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+def _tile_coords(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 GROUP_M: tl.constexpr):
     """(pid_m, pid_n) of tile `tile_id` in grouped order."""
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -63,16 +64,19 @@ def _tile_coords(tile_id, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GR
 def _matmul_tile(
     a_ptr, b_ptr, c_ptr,  # pointers to A (M, K), B (K, N), C (M, N)
     M, N, K,  # problem size
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # element strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # in elements
     pid_m, pid_n,  # which output tile to compute
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    INT64: tl.constexpr,  # 64-bit element offsets (the launcher decides from the operands' spans)
+    INT64: tl.constexpr,  # 64-bit offsets (the launcher decides from the operands)
 ):
     """Compute and store one BLOCK_M x BLOCK_N tile of C = A @ B."""
-    if INT64:  # an operand spans 2**31 elements or more: 64-bit strides make every offset 64-bit
-        stride_am, stride_ak = tl.cast(stride_am, tl.int64), tl.cast(stride_ak, tl.int64)
-        stride_bk, stride_bn = tl.cast(stride_bk, tl.int64), tl.cast(stride_bn, tl.int64)
-        stride_cm, stride_cn = tl.cast(stride_cm, tl.int64), tl.cast(stride_cn, tl.int64)
+    if INT64:  # an operand spans 2**31 elements or more: make every offset 64-bit
+        stride_am = tl.cast(stride_am, tl.int64)
+        stride_ak = tl.cast(stride_ak, tl.int64)
+        stride_bk = tl.cast(stride_bk, tl.int64)
+        stride_bn = tl.cast(stride_bn, tl.int64)
+        stride_cm = tl.cast(stride_cm, tl.int64)
+        stride_cn = tl.cast(stride_cn, tl.int64)
     offs_m = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M  # (2)!
     offs_n = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
@@ -108,8 +112,8 @@ def _matmul_tile(
 def matmul_tiles_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, INT64: tl.constexpr,
 ):
     """One program per output tile: grid = number of tiles."""
     pid_m, pid_n = _tile_coords(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -122,12 +126,13 @@ def matmul_tiles_kernel(
 def matmul_persistent_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, INT64: tl.constexpr,
 ):
     """A fixed grid (about one program per SM); each program loops over tiles."""
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):  # (1)!
+    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),  # (1)!
+                            flatten=True):
         pid_m, pid_n = _tile_coords(tile_id, M, N, BLOCK_M, BLOCK_N, GROUP_M)
         _matmul_tile(a_ptr, b_ptr, c_ptr, M, N, K,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
@@ -149,20 +154,21 @@ def matmul_persistent_kernel(
 # --8<-- [start:tma-kernel]
 @triton.jit
 def matmul_tma_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # A, B, C: unit column stride, 16-byte-aligned base and rows
-    stride_am, stride_bk, stride_cm,  # row strides in elements: a padded-row view's, not K or N
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr,  # split the loop into producer (TMA) and consumer (MMA) warps
-    FLATTEN: tl.constexpr,  # flatten the tile loop and the K loop into one pipelined loop
+    a_ptr, b_ptr, c_ptr, M, N, K,  # unit column stride, 16-byte aligned base and rows
+    stride_am, stride_bk, stride_cm,  # row strides: a padded-row view's, not K or N
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,  # producer (TMA) and consumer (MMA) warps
+    FLATTEN: tl.constexpr,  # fuse the tile loop and the K loop into one pipeline
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two (BLOCK_M, BLOCK_N / 2) halves
 ):
     C_BLOCK_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],  # (1)!
-                                       block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1],
-                                       block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
-                                       block_shape=[BLOCK_M, C_BLOCK_N])
+    a_desc = tl.make_tensor_descriptor(  # (1)!
+        a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(
+        b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(
+        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, C_BLOCK_N])
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),
                             flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
@@ -195,51 +201,70 @@ def matmul_tma_kernel(
 
 # %%
 # --8<-- [start:configs]
+import functools
+
+
 def _cfg(bm, bn, bk, group_m, warps, stages, **extra):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **extra},
-                         num_warps=warps, num_stages=stages)
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **extra}
+    return triton.Config(meta, num_warps=warps, num_stages=stages)
 
 
 def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
-    """Autotune candidates for `variant` and `dtype` on this device (one config on the CPU)."""
-    extra = {"WARP_SPECIALIZE": False, "FLATTEN": True, "EPILOGUE_SUBTILE": False} if variant == "tma" else {}
+    """Autotune candidates for `variant` and `dtype` here (one config on the CPU)."""
+    tma_off = {"WARP_SPECIALIZE": False, "FLATTEN": True, "EPILOGUE_SUBTILE": False}
+    extra = tma_off if variant == "tma" else {}
     if DEVICE.type != "cuda":  # the interpreter: one config, no tuning
         return [_cfg(32, 32, 32, 4, 4, 1, **extra)]
-    if dtype == torch.float32:  # 4-byte elements: half the K depth, or the stages overflow shared memory
-        return [_cfg(128, 128, 32, 8, 8, 3, **extra), _cfg(64, 128, 32, 8, 4, 3, **extra)]
-    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024; subtiled C at 4096-8192;
-        return [  # 256 x 128, 4 stages, subtiled C on the ragged 4000 x 3000 x 2000 (a sweep of directions)
-            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
-            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),
-            _cfg(256, 128, 64, 8, 8, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=True),
-            _cfg(128, 256, 64, 8, 8, 3, WARP_SPECIALIZE=True, FLATTEN=False, EPILOGUE_SUBTILE=False),
-            _cfg(128, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
-            _cfg(64, 128, 64, 8, 4, 4, WARP_SPECIALIZE=False, FLATTEN=True, EPILOGUE_SUBTILE=False),
+    if dtype == torch.float32:  # 4-byte elements: half the K depth fits shared memory
+        return [_cfg(128, 128, 32, 8, 8, 3, **extra),
+                _cfg(64, 128, 32, 8, 4, 3, **extra)]
+    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024,
+        # subtiled C at 4096-8192; 256 x 128, 4 stages, subtiled C on the ragged
+        # 4000 x 3000 x 2000 (a sweep of directions)
+        sub = {**extra, "EPILOGUE_SUBTILE": True}
+        ws = {**extra, "WARP_SPECIALIZE": True, "FLATTEN": False}
+        return [
+            _cfg(128, 256, 64, 8, 8, 3, **extra),
+            _cfg(128, 256, 64, 8, 8, 3, **sub),
+            _cfg(256, 128, 64, 8, 8, 4, **sub),
+            _cfg(128, 256, 64, 8, 8, 3, **ws),
+            _cfg(128, 128, 64, 8, 4, 4, **extra),
+            _cfg(64, 128, 64, 8, 4, 4, **extra),
         ]
-    configs = [_cfg(128, 256, 64, 8, 8, 3), _cfg(128, 128, 64, 8, 8, 4), _cfg(64, 128, 64, 8, 4, 4)]
+    configs = [_cfg(128, 256, 64, 8, 8, 3), _cfg(128, 128, 64, 8, 8, 4),
+               _cfg(64, 128, 64, 8, 4, 4)]
     if variant == "tiles":  # BLOCK_K = 32 measured best on ragged shapes (N = 3000)
         configs.append(_cfg(128, 128, 32, 8, 4, 4))
     return configs
 
 
 def num_persistent_programs(device: torch.device) -> int:
-    """How many programs a persistent grid launches: one per SM (a tile needs a whole SM's
-    shared memory), or a fixed small number under the interpreter."""
+    """How many programs a persistent grid launches: one per SM (a tile needs a whole
+    SM's shared memory), or a fixed small number under the interpreter."""
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
+        index = torch.cuda.current_device() if device.index is None else device.index
+        return _sm_count(index)
     return 4
 
 
-_KERNELS = {"tiles": matmul_tiles_kernel, "persistent": matmul_persistent_kernel, "tma": matmul_tma_kernel}
+@functools.lru_cache
+def _sm_count(index: int) -> int:
+    """The SM count of GPU `index`, queried once: the launcher asks on every call."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+_KERNELS = {"tiles": matmul_tiles_kernel, "persistent": matmul_persistent_kernel,
+            "tma": matmul_tma_kernel}
 _TUNED = {}
 
 
 def tuned_kernel(variant: str, dtype: torch.dtype = torch.float16):
-    """The autotuned wrapper of `variant`'s kernel for `dtype` (built on first use, not at import)."""
+    """The autotuned wrapper of `variant`'s kernel for `dtype` (built on first use)."""
     key = (variant, dtype == torch.float32)
     if key not in _TUNED:
         configs = matmul_configs(variant, dtype)
-        _TUNED[key] = triton.autotune(configs=configs, key=["M", "N", "K"])(_KERNELS[variant])
+        tune = triton.autotune(configs=configs, key=["M", "N", "K"])
+        _TUNED[key] = tune(_KERNELS[variant])
     return _TUNED[key]
 # --8<-- [end:configs]
 
@@ -257,60 +282,80 @@ def tuned_kernel(variant: str, dtype: torch.dtype = torch.float16):
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 VARIANTS = ("auto", "tiles", "persistent", "tma")
-MAX_DIM = 2**30  # tile coordinates are int32; element offsets switch to int64 when needed
+MAX_DIM = 2**30  # tile coordinates are int32; element offsets turn int64 when needed
 
 
-def _check_inputs(a: torch.Tensor, b: torch.Tensor) -> None:
+def _check_inputs(a, b, variant) -> None:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
         if t.numel() == 0:
             raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     if a.shape[1] != b.shape[0]:
-        raise ValueError(f"inner dimensions must match: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+        raise ValueError(f"inner dimensions must match: a is {tuple(a.shape)}, "
+                         f"b is {tuple(b.shape)}")
     if a.dtype != b.dtype:
-        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+        raise TypeError("a and b must have the same dtype, "
+                        f"got {a.dtype} and {b.dtype}")
     if a.device != b.device:
-        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+        raise ValueError("a and b must be on the same device, "
+                         f"got {a.device} and {b.device}")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    for name, size in (("a.shape[0] (M)", a.shape[0]), ("a.shape[1] (K)", a.shape[1]), ("b.shape[1] (N)", b.shape[1])):
+        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+    dims = {"a.shape[0] (M)": a.shape[0], "a.shape[1] (K)": a.shape[1],
+            "b.shape[1] (N)": b.shape[1]}
+    for name, size in dims.items():
         if size >= MAX_DIM:
-            raise ValueError(f"{name} is {size}: M, N and K must each be below 2**30 (int32 tile coordinates)")
+            raise ValueError(f"{name} is {size}: M, N and K must each be below 2**30 "
+                             "(int32 tile coordinates)")
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
 
 
 def tma_compatible(t: torch.Tensor) -> bool:
-    """Tensor descriptors need a contiguous last dim, a 16-byte-aligned base and row stride,
-    rows that do not overlap (no stride 0) and at least 16 bytes per row."""
+    """Tensor descriptors need a contiguous last dim, a 16-byte-aligned base and row
+    stride, rows that do not overlap (no stride 0) and at least 16 bytes per row."""
     size = t.element_size()
-    return (t.stride(1) == 1 and t.stride(0) >= t.shape[1] and (t.stride(0) * size) % 16 == 0
+    return (t.stride(1) == 1 and t.stride(0) >= t.shape[1]
+            and (t.stride(0) * size) % 16 == 0
             and t.data_ptr() % 16 == 0 and t.shape[1] * size >= 16)
 
 
-def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto") -> torch.Tensor:
+def _pick_variant(variant: str, a, b, c) -> str:
+    """Resolve "auto" (tma when a, b and c fit descriptors, else persistent); refuse a
+    "tma" that does not fit."""
+    fits_tma = all(tma_compatible(t) for t in (a, b, c))
+    if variant == "tma" and not fits_tma:
+        raise ValueError(
+            "variant='tma' needs row-major a and b (unit column stride, rows that do "
+            "not overlap) whose base and row stride are 16-byte aligned, with at least "
+            f"16 bytes per row (and N * {a.element_size()} bytes divisible by 16); "
+            f"got a.stride()={a.stride()}, b.stride()={b.stride()}, N={b.shape[1]}. "
+            "Use variant='auto' to fall back.")
+    if variant == "auto":
+        return "tma" if fits_tma else "persistent"
+    return variant
+
+
+def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *,
+                      variant: str = "auto") -> torch.Tensor:
     """C = A @ B with fp32 accumulation, returned in the input dtype.
 
-    variant: "tiles" (one program per tile), "persistent" (pointer loads, SM-sized grid),
-    "tma" (tensor descriptors, SM-sized grid) or "auto" (tma when possible, else persistent).
+    variant: "tiles" (one program per tile), "persistent" (pointer loads, SM-sized
+    grid), "tma" (tensor descriptors, SM-sized grid) or "auto" (tma when possible,
+    else persistent).
     """
-    _check_inputs(a, b)
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    _check_inputs(a, b, variant)
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    fits_tma = all(tma_compatible(t) for t in (a, b, c))
-    if variant == "tma" and not fits_tma:
-        raise ValueError("variant='tma' needs row-major a and b (unit column stride, rows that do not overlap) "
-                         "whose base and row stride are 16-byte aligned, with at least 16 bytes per row (and N * "
-                         f"{a.element_size()} bytes divisible by 16); got a.stride()={a.stride()}, "
-                         f"b.stride()={b.stride()}, N={N}. Use variant='auto' to fall back.")
-    if variant == "auto":
-        variant = "tma" if fits_tma else "persistent"
+    variant = _pick_variant(variant, a, b, c)
     kernel = tuned_kernel(variant, a.dtype)
     n_programs = num_persistent_programs(a.device)
 
@@ -319,18 +364,19 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto"
         return (tiles,) if variant == "tiles" else (min(n_programs, tiles),)  # (1)!
 
     if variant == "tma":
-        if a.device.type == "cuda":  # descriptors built in the kernel need a global scratch buffer
+        if a.device.type == "cuda":  # in-kernel descriptors need global scratch memory
             triton.set_allocator(_cuda_scratch)
         kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
     else:
-        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                     c.stride(0), c.stride(1), INT64=needs_int64(a, b, c))
+        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                     b.stride(1), c.stride(0), c.stride(1), INT64=needs_int64(a, b, c))
     return c
 
 
 def needs_int64(*tensors: torch.Tensor) -> bool:
     """True when the largest element offset into some operand does not fit in int32."""
-    return any(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 for t in tensors)
+    spans = (zip(t.shape, t.stride(), strict=True) for t in tensors)
+    return any(sum((n - 1) * s for n, s in span) >= 2**31 for span in spans)
 
 
 def _cuda_scratch(size: int, alignment: int, stream):
@@ -360,72 +406,14 @@ def self_check(shapes=((127, 255, 33), (1, 17, 5), (64, 96, 80))) -> None:
         b = torch.randn(K, N, device=DEVICE, dtype=dtype)
         ref = matmul_torch(a, b)
         for variant in ("tiles", "persistent", "auto"):
-            torch.testing.assert_close(matmul_persistent(a, b, variant=variant), ref, **tol)
+            got = matmul_persistent(a, b, variant=variant)
+            torch.testing.assert_close(got, ref, **tol)
     bt = torch.randn(40, 48, device=DEVICE, dtype=dtype).t()  # (48, 40), stride (1, 48)
     a = torch.randn(31, 48, device=DEVICE, dtype=dtype)
     torch.testing.assert_close(matmul_persistent(a, bt), matmul_torch(a, bt), **tol)
-    print(f"matmul_persistent: tiles, persistent and tma == fp32 torch on {DEVICE.type} "
-          f"for (M, N, K) in {[tuple(s) for s in shapes]} and a transposed B")
+    print(f"matmul_persistent: tiles, persistent and tma == fp32 torch on {DEVICE.type}"
+          f" for (M, N, K) in {[tuple(s) for s in shapes]} and a transposed B")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Square sizes in fp16 and bf16, plus one ragged shape. Timed twice: `do_bench`
-# (includes the host-side launch cost when the kernel is short) and a CUDA graph
-# (the kernel alone). bf16 cannot be checked under the interpreter (it is wrong
-# there), so the bf16 benches have no tiny sizes.
-
-
-# %%
-PROVIDERS = ["cublas", "triton", "triton-persistent", "triton-persistent-tma"]
-_VARIANT_OF = {"triton": "tiles", "triton-persistent": "persistent", "triton-persistent-tma": "tma"}
-
-BENCHMARKS = [
-    {
-        "name": f"matmul_persistent_{tag}",
-        "title": f"Matmul S x S x S, {tag}",
-        "x_name": "S",
-        "x_vals": [1024, 2048, 4096, 8192],
-        "tiny_x_vals": [40, 136] if tag == "fp16" else [],  # aligned: the TMA provider needs it
-        "providers": PROVIDERS,
-        "metric": "TFLOP/s",
-        "ceiling": tag,
-        "cudagraph": True,
-        "args": {"dtype": tag},
-    }
-    for tag in ("fp16", "bf16")
-] + [
-    {
-        "name": "matmul_persistent_ragged_fp16",
-        "title": "Matmul, ragged M x N x K, fp16",
-        "x_name": "M x N x K",
-        "x_vals": ["4000x3000x2000"],
-        "tiny_x_vals": ["127x248x40"],
-        "providers": PROVIDERS,
-        "metric": "TFLOP/s",
-        "ceiling": "fp16",
-        "cudagraph": True,
-        "args": {"dtype": "fp16"},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x, device=None, dtype: str = "fp16") -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    torch_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    M, N, K = (int(v) for v in x.split("x")) if isinstance(x, str) else (x, x, x)
-    a = torch.randn(M, K, device=device, dtype=torch_dtype)
-    b = torch.randn(K, N, device=device, dtype=torch_dtype)
-    if provider == "cublas":
-        fn = lambda: torch.matmul(a, b)  # noqa: E731
-    else:
-        fn = lambda: matmul_persistent(a, b, variant=_VARIANT_OF[provider])  # noqa: E731
-    tol = 2e-2 if dtype == "bf16" else 1e-2
-    return {"fn": fn, "ref": lambda: matmul_torch(a, b), "work": 2.0 * M * N * K,
-            "rtol": tol, "atol": tol * max(1.0, K**0.5 / 8)}
 
 
 # %%

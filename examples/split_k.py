@@ -23,7 +23,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -64,7 +64,8 @@ def matmul_split_k_kernel(
     pid_k = tl.program_id(2)  # (1)!
     if INT64:  # (4)!
         pid_m, pid_n, pid_k = pid_m.to(tl.int64), pid_n.to(tl.int64), pid_k.to(tl.int64)
-        stride_ak, stride_bk = tl.cast(stride_ak, tl.int64), tl.cast(stride_bk, tl.int64)
+        stride_ak = tl.cast(stride_ak, tl.int64)
+        stride_bk = tl.cast(stride_bk, tl.int64)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = pid_k * k_per_split + tl.arange(0, BLOCK_K)
@@ -100,50 +101,73 @@ def matmul_split_k_kernel(
 
 # %%
 # --8<-- [start:launcher]
+import functools
+
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INT32_MAX = 2**31 - 1
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (axis 0 takes up to 2**31 - 1)
 
 
-def _check_inputs(a, b) -> None:
+def _check_inputs(a, b, block_m, block_n, block_k) -> None:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if a.shape[1] != b.shape[0]:
-        raise ValueError(f"a and b do not chain: a is {tuple(a.shape)}, b is {tuple(b.shape)} "
-                         "(need a.shape[1] == b.shape[0])")
+        raise ValueError(f"a and b do not chain: a is {tuple(a.shape)}, "
+                         f"b is {tuple(b.shape)} (need a.shape[1] == b.shape[0])")
     if a.dtype != b.dtype:
-        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+        raise TypeError("a and b must have the same dtype, "
+                        f"got {a.dtype} and {b.dtype}")
     if a.device != b.device:
-        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+        raise ValueError("a and b must be on the same device, "
+                         f"got {a.device} and {b.device}")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+    for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k)):
+        if v < 16 or v & (v - 1):
+            raise ValueError(f"{name} must be a power of two >= 16 (tl.dot needs it), "
+                             f"got {v}")
+
+
+@functools.lru_cache
+def _sm_count(index: int) -> int:
+    """The SM count of GPU `index`, queried once: the launcher may ask on every call."""
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def reach(t: torch.Tensor) -> int:
     """The largest element offset in the view t: sum of (size - 1) * |stride|."""
-    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
+    if t.numel() == 0:
+        return 0
+    return sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True))
 
 
-def needs_int64(a, b, grid, block_m: int, block_n: int, block_k: int, k_per_split: int) -> bool:
-    """Refuse a grid CUDA cannot launch; True when some offset the kernel computes passes 2**31 - 1."""
+def needs_int64(a, b, grid, block_m: int, block_n: int, block_k: int,
+                k_per_split: int) -> bool:
+    """Refuse a grid CUDA cannot launch; True when an offset the kernel computes
+    passes 2**31 - 1."""
     if grid[0] > INT32_MAX or grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
-        raise ValueError(f"the grid {grid} (M tiles, N tiles, K slices) is too large: CUDA launches at most "
-                         f"{INT32_MAX} x {MAX_GRID_YZ} x {MAX_GRID_YZ}; pass a larger block_n or fewer slices")
+        raise ValueError(f"the grid {grid} (M tiles, N tiles, K slices) is too large: "
+                         f"CUDA launches at most {INT32_MAX} x {MAX_GRID_YZ} x "
+                         f"{MAX_GRID_YZ}; pass a larger block_n or fewer slices")
     m, n = a.shape[0], b.shape[1]
     largest = max(
         reach(a), reach(b), m * n - 1,  # the last element of A, B and C
-        grid[0] * block_m - 1, grid[1] * block_n - 1, grid[2] * k_per_split - 1,  # the last row, column, k
+        grid[0] * block_m - 1, grid[1] * block_n - 1,  # the last row and column
+        grid[2] * k_per_split - 1,  # the last k
         block_k * max(abs(a.stride(1)), abs(b.stride(0))),  # one step along K
     )
     return largest > INT32_MAX
 
 
-def pick_split_k(m: int, n: int, k: int, sms: int, block_m: int = 64, block_n: int = 128, block_k: int = 64) -> int:
+def pick_split_k(m: int, n: int, k: int, sms: int, block_m: int = 64,
+                 block_n: int = 128, block_k: int = 64) -> int:
     """Slices of K: up to two programs per SM, each slice at least 8 * block_k long."""
     tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
     split = 1
@@ -152,15 +176,13 @@ def pick_split_k(m: int, n: int, k: int, sms: int, block_m: int = 64, block_n: i
     return split
 
 
-def matmul_split_k(a, b, split_k=None, block_m=64, block_n=128, block_k=64, num_warps=4, num_stages=4):
-    """C = A @ B in fp32, with K cut into `split_k` slices (None: chosen from the shape)."""
-    _check_inputs(a, b)
-    for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k)):
-        if v < 16 or v & (v - 1):
-            raise ValueError(f"{name} must be a power of two >= 16 (tl.dot needs it), got {v}")
+def matmul_split_k(a, b, split_k=None, block_m=64, block_n=128, block_k=64,
+                   num_warps=4, num_stages=4):
+    """C = A @ B in fp32, K cut into `split_k` slices (None: chosen from the shape)."""
+    _check_inputs(a, b, block_m, block_n, block_k)
     (m, k), n = a.shape, b.shape[1]
     if split_k is None:
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 4
+        sms = _sm_count(a.device.index) if a.is_cuda else 4
         split_k = pick_split_k(m, n, k, sms, block_m, block_n, block_k)
     if not isinstance(split_k, int) or split_k < 1:
         raise ValueError(f"split_k must be a positive int, got {split_k!r}")
@@ -171,7 +193,8 @@ def matmul_split_k(a, b, split_k=None, block_m=64, block_n=128, block_k=64, num_
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n), split_k)
     int64 = needs_int64(a, b, grid, block_m, block_n, block_k, k_per_split)  # (3)!
     atomic = split_k > 1
-    c = (torch.zeros if atomic else torch.empty)((m, n), device=a.device, dtype=torch.float32)
+    alloc = torch.zeros if atomic else torch.empty  # atomics add into C: start at 0
+    c = alloc((m, n), device=a.device, dtype=torch.float32)
     matmul_split_k_kernel[grid](
         a, b, c, m, n, k,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
@@ -200,7 +223,7 @@ def matmul_split_k_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # %%
 # --8<-- [start:check]
 def self_check(shapes=((1, 1, 1), (17, 33, 300), (127, 65, 1025))) -> None:
-    tol = 1e-2 if DEVICE.type == "cuda" else 1e-4  # tf32 dot on a GPU, true fp32 in the interpreter
+    tol = 1e-2 if DEVICE.type == "cuda" else 1e-4  # tf32 on a GPU, fp32 interpreted
     for m, n, k in shapes:
         a = torch.randn(m, k, device=DEVICE)
         b = torch.randn(n, k, device=DEVICE).t()  # column-major B: strides, not copies
@@ -208,53 +231,9 @@ def self_check(shapes=((1, 1, 1), (17, 33, 300), (127, 65, 1025))) -> None:
         for split in (1, 3, 8, None):
             got = matmul_split_k(a, b, split_k=split)
             torch.testing.assert_close(got, want, rtol=tol, atol=tol * k**0.5)
-    print(f"split_k: matmul_split_k(a, b) matches a @ b on {DEVICE.type} for (M, N, K) in "
-          f"{[tuple(s) for s in shapes]} with 1, 3, 8 and auto K slices")
+    print(f"split_k: matmul_split_k(a, b) matches a @ b on {DEVICE.type} for (M, N, K)"
+          f" in {[tuple(s) for s in shapes]} with 1, 3, 8 and auto K slices")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Small outputs, long K: the case split-K is for. `triton-nosplit` is the same
-# kernel with one slice, `cublas` is `torch.matmul` (fp16 out, fp32 accumulate).
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "split_k_fp16",
-        "title": "Split-K matmul, fp16 in, M = N = 256",
-        "x_name": "K",
-        "x_vals": [1024, 2048, 4096, 8192, 16384, 32768, 65536],
-        "tiny_x_vals": [64, 300],
-        "providers": ["triton", "triton-nosplit", "cublas"],
-        "metric": "TFLOP/s",
-        "ceiling": "fp16",
-        "cudagraph": True,
-        "args": {"m": 256, "n": 256},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None, m=256, n=256) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    dtype = torch.float16 if device.type == "cuda" else torch.float32  # fp16 dot: GPU only
-    a = torch.randn(m, x, device=device, dtype=dtype)
-    b = torch.randn(x, n, device=device, dtype=dtype)
-    fns = {
-        "triton": lambda: matmul_split_k(a, b),
-        "triton-nosplit": lambda: matmul_split_k(a, b, split_k=1),
-        "cublas": lambda: a @ b,
-    }
-    return {
-        "fn": fns[provider],
-        "ref": lambda: matmul_split_k_torch(a, b),
-        "work": 2.0 * m * n * x,  # flops
-        "rtol": 2e-2,
-        "atol": 1.0,  # cuBLAS may reduce in fp16 and rounds C to fp16
-    }
 
 
 # %%

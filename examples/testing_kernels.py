@@ -21,7 +21,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -33,9 +33,9 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # %% [markdown]
 # ## The kernel
 #
-# One program computes one `BLOCK_M x BLOCK_N` tile of the output, walking over `K` in
-# steps of `BLOCK_K`. Every pointer is built from strides, so transposed or sliced inputs
-# work without a copy. `SKIP_ZEROS` switches on the bug the tests below must catch.
+# One program computes one `BLOCK_M x BLOCK_N` tile of the output, walking over `K`
+# in steps of `BLOCK_K`. Every pointer is built from strides, so transposed or sliced
+# inputs work without a copy. `SKIP_ZEROS` switches on the bug the tests must catch.
 
 
 # %%
@@ -85,43 +85,66 @@ def matmul_relu_kernel(
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
-def _check_inputs(x, w, out):
+def _check_inputs(x, w, out, input_precision, block):
     for name, t in (("x", x), ("w", w)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != 2:
             raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
     if x.shape[1] != w.shape[0]:
-        raise ValueError(f"x and w do not chain: x is {tuple(x.shape)}, w is {tuple(w.shape)}")
+        raise ValueError(f"x and w do not chain: x is {tuple(x.shape)}, "
+                         f"w is {tuple(w.shape)}")
     if x.dtype != w.dtype:
-        raise TypeError(f"x and w must have the same dtype, got {x.dtype} and {w.dtype}")
+        raise TypeError("x and w must have the same dtype, "
+                        f"got {x.dtype} and {w.dtype}")
     if x.device != w.device:
-        raise ValueError(f"x and w must be on the same device, got {x.device} and {w.device}")
+        raise ValueError("x and w must be on the same device, "
+                         f"got {x.device} and {w.device}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
     if out is not None:
-        expected = (x.shape[0], w.shape[1])
-        if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected:
-            raise ValueError(f"out must be a tensor of shape {expected}")
-        if out.dtype != x.dtype or out.device != x.device:
-            raise TypeError(f"out must be {x.dtype} on {x.device}, got {out.dtype} on {out.device}")
-        if _may_self_overlap(out):
-            raise ValueError(f"out must not have elements that can share an address, got shape {tuple(out.shape)} "
-                             f"and stride {out.stride()}")
-        for name, t in (("x", x), ("w", w)):
-            if _overlap(out, t):
-                raise ValueError(f"out must not overlap {name}: programs would read values others already wrote")
-    out_last = x.shape[0] * w.shape[1] - 1 if out is None else _last_offset(out)  # a new out is contiguous
-    for name, last in (("x", _last_offset(x)), ("w", _last_offset(w)), ("out", out_last)):
+        _check_out(x, w, out)
+    # a new out is contiguous: its last element is at M * N - 1
+    out_last = x.shape[0] * w.shape[1] - 1 if out is None else _last_offset(out)
+    lasts = {"x": _last_offset(x), "w": _last_offset(w), "out": out_last}
+    for name, last in lasts.items():
         if last > 2**31 - 1:
-            raise ValueError(f"{name} reaches element offset {last}, past 2**31 - 1: the kernel computes int32 offsets")
+            raise ValueError(f"{name} reaches element offset {last}, past 2**31 - 1: "
+                             "the kernel computes int32 offsets")
+    if input_precision not in ("tf32", "ieee"):
+        raise ValueError("input_precision must be 'tf32' or 'ieee', "
+                         f"got {input_precision!r}")
+    if len(block) != 3 or any(not isinstance(b, int) or b < 16 or b & (b - 1)
+                              for b in block):
+        raise ValueError("block must be three powers of two >= 16 "
+                         f"(BLOCK_M, BLOCK_N, BLOCK_K), got {block}")
+
+
+def _check_out(x, w, out):
+    expected = (x.shape[0], w.shape[1])
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected:
+        raise ValueError(f"out must be a tensor of shape {expected}")
+    if out.dtype != x.dtype or out.device != x.device:
+        raise TypeError(f"out must be {x.dtype} on {x.device}, "
+                        f"got {out.dtype} on {out.device}")
+    if _may_self_overlap(out):
+        raise ValueError("out must not have elements that can share an address, "
+                         f"got shape {tuple(out.shape)} and stride {out.stride()}")
+    for name, t in (("x", x), ("w", w)):
+        if _overlap(out, t):
+            raise ValueError(f"out must not overlap {name}: programs would read "
+                             "values others already wrote")
 
 
 def _last_offset(t: torch.Tensor) -> int:
     """How far t's last element lies from its first, in elements."""
-    return sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
+    if t.numel() == 0:
+        return 0
+    return sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
 
 
 def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -129,36 +152,39 @@ def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.numel() == 0 or b.numel() == 0:
         return False
     a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 <= b0 + _last_offset(b) * b.element_size() and b0 <= a0 + _last_offset(a) * a.element_size()
+    a1 = a0 + _last_offset(a) * a.element_size()
+    b1 = b0 + _last_offset(b) * b.element_size()
+    return a0 <= b1 and b0 <= a1
 
 
 def _may_self_overlap(t: torch.Tensor) -> bool:
-    """True for an expanded view (stride 0) and any layout where two elements may share an address."""
+    """True for an expanded view (stride 0) and any layout where two elements may
+    share an address."""
     reach = 0  # the farthest offset the smaller-stride dimensions reach
-    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride(), strict=True) if sz > 1):
+    sizes = zip(t.shape, t.stride(), strict=True)
+    for stride, size in sorted((st, sz) for sz, st in sizes if sz > 1):
         if stride <= reach:
             return True
         reach += (size - 1) * stride
     return False
 
 
-def matmul_relu(x, w, out=None, *, input_precision="tf32", block=(64, 64, 32), _skip_zeros=False):
+def matmul_relu(x, w, out=None, *, input_precision="tf32", block=(64, 64, 32),
+                _skip_zeros=False):
     """relu(x @ w), accumulated in fp32. x (M, K) and w (K, N) may have any strides."""
-    _check_inputs(x, w, out)
-    if input_precision not in ("tf32", "ieee"):
-        raise ValueError(f"input_precision must be 'tf32' or 'ieee', got {input_precision!r}")
-    if len(block) != 3 or any(not isinstance(b, int) or b < 16 or b & (b - 1) for b in block):
-        raise ValueError(f"block must be three powers of two >= 16 (BLOCK_M, BLOCK_N, BLOCK_K), got {block}")
+    _check_inputs(x, w, out, input_precision, block)
     (M, K), N = x.shape, w.shape[1]
     bm, bn, bk = block
     grid = (triton.cdiv(M, bm), triton.cdiv(N, bn))
     if grid[1] > 65_535:  # CUDA's limit on grid axis 1
-        raise ValueError(f"N = {N} needs {grid[1]} column tiles, more than grid axis 1 holds (65535): raise BLOCK_N")
+        raise ValueError(f"N = {N} needs {grid[1]} column tiles, more than grid axis 1 "
+                         "holds (65535): raise BLOCK_N")
     if out is None:
         out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     matmul_relu_kernel[grid](
         x, w, out, M, N, K,
-        x.stride(0), x.stride(1), w.stride(0), w.stride(1), out.stride(0), out.stride(1),
+        x.stride(0), x.stride(1), w.stride(0), w.stride(1),
+        out.stride(0), out.stride(1),
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
         INPUT_PRECISION=input_precision, SKIP_ZEROS=_skip_zeros,
     )
@@ -179,9 +205,9 @@ def matmul_relu_torch(x, w):
 # %% [markdown]
 # ## Tolerances
 #
-# The error of a dot product grows with the length of the sum and with the rounding unit
-# of the inputs. fp32 inputs keep 24 mantissa bits in the interpreter but only 11 (tf32)
-# on a GPU's tensor cores unless you ask for `input_precision="ieee"`.
+# The error of a dot product grows with the length of the sum and with the rounding
+# unit of the inputs. fp32 inputs keep 24 mantissa bits in the interpreter but only 11
+# (tf32) on a GPU's tensor cores unless you ask for `input_precision="ieee"`.
 
 
 # %%
@@ -200,14 +226,16 @@ def tolerance(dtype, device, k, input_precision="tf32"):
     # Each product carries about 2u relative error; summed over k random terms the
     # absolute error grows like sqrt(k). The fp32 accumulator rounds every partial sum
     # (whose size also grows like sqrt(k)), and the output is rounded to its dtype.
-    out_u = {torch.float32: 2.0**-24, torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}[dtype]
+    out_u = {torch.float32: 2.0**-24, torch.float16: 2.0**-11,
+             torch.bfloat16: 2.0**-8}[dtype]
     atol = 16 * u * k**0.5 + 4 * 2.0**-24 * k + 4 * out_u
     return {"rtol": 4 * out_u + 4 * u, "atol": atol}
 
 
 def dot_error(x, w, **kw):
     """Largest absolute error of the kernel against the float64 reference."""
-    return (matmul_relu(x, w, **kw).double() - matmul_relu_torch(x, w)).abs().max().item()
+    err = matmul_relu(x, w, **kw).double() - matmul_relu_torch(x, w)
+    return err.abs().max().item()
 # --8<-- [end:tolerance]
 
 
@@ -227,81 +255,39 @@ def self_check(shapes=((1, 1, 1), (17, 33, 9), (127, 255, 33))) -> None:
         matmul_relu(x, w, out)
         torch.testing.assert_close(out.double(), matmul_relu_torch(x, w),
                                    **tolerance(x.dtype, DEVICE, K))
-    print(f"testing_kernels: relu(x @ w) matches float64 on {DEVICE.type}, transposed w, "
-          f"poisoned out, shapes {list(shapes)}")
+    print(f"testing_kernels: relu(x @ w) matches float64 on {DEVICE.type}, "
+          f"transposed w, poisoned out, shapes {list(shapes)}")
 # --8<-- [end:check]
 
 
 # %% [markdown]
 # ## The bug that zeros hide
 #
-# `matmul_relu_broken` leaves every output element that should be zero untouched. Into
-# a zero-filled buffer it looks perfect; into a NaN-filled one it does not.
+# `matmul_relu_broken` leaves every output element that should be zero untouched.
+# Into a zero-filled buffer it looks perfect; into a NaN-filled one it does not.
 
 
 # %%
 # --8<-- [start:poison]
 def compare_fills(M=33, N=65, K=17):
-    """Run the broken kernel into a zeroed and into a poisoned buffer; report what each shows."""
+    """Run the broken kernel into a zeroed and a poisoned buffer; report each result."""
     x = torch.randn(M, K, device=DEVICE)
     w = torch.randn(K, N, device=DEVICE)
     ref = matmul_relu_torch(x, w)
     tol = tolerance(x.dtype, DEVICE, K)
     report = {}
     for fill in ("zeros", "nan"):
-        out = torch.full((M, N), 0.0 if fill == "zeros" else float("nan"), device=DEVICE)
+        value = 0.0 if fill == "zeros" else float("nan")
+        out = torch.full((M, N), value, device=DEVICE)
         matmul_relu_broken(x, w, out)
         try:
             torch.testing.assert_close(out.double(), ref, **tol)
             report[fill] = "passed"
         except AssertionError:
-            report[fill] = f"failed: {int(torch.isnan(out).sum())} elements never written"
+            unwritten = int(torch.isnan(out).sum())
+            report[fill] = f"failed: {unwritten} elements never written"
     return report
 # --8<-- [end:poison]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# fp16 inputs, fp32 accumulation; two flops per multiply-add. The reference for the runner
-# is cuBLAS in fp32 on the same fp16 inputs.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "matmul_relu_fp16",
-        "title": "relu(x @ w), fp16, square",
-        "x_name": "S",
-        "x_vals": [512, 1024, 2048, 4096],
-        "tiny_x_vals": [17, 64],
-        "providers": ["triton", "torch"],
-        "metric": "TFLOP/s",
-        "ceiling": "fp16",
-        "args": {},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    dtype = torch.float16 if device.type == "cuda" else torch.float32
-    a = torch.randn(x, x, device=device, dtype=dtype)
-    b = torch.randn(x, x, device=device, dtype=dtype)
-    block = (128, 128, 64) if device.type == "cuda" else (64, 64, 32)
-    fns = {
-        "triton": lambda: matmul_relu(a, b, block=block),
-        "torch": lambda: torch.relu(a @ b),
-    }
-    tol = tolerance(dtype, device, x)
-    return {
-        "fn": fns[provider],
-        "ref": lambda: torch.relu(a.float() @ b.float()).to(dtype),
-        "work": 2.0 * x * x * x,  # flops: one multiply and one add per (m, n, k)
-        "rtol": tol["rtol"],
-        "atol": tol["atol"],
-    }
 
 
 # %%

@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 
+from benchmarks.cases import autotune as cases
+
 SCALE_BODY = ex.scale_inplace_kernel.fn  # @heuristics(@jit) under the autotuner
 SUM_BODY = ex.sum_kernel.fn
 
@@ -241,11 +243,11 @@ def test_bucket():
     assert [ex.bucket(n) for n in (1, 16, 17, 1025, 2048)] == [1, 16, 32, 2048, 2048]
 
 
-@pytest.mark.parametrize("provider", ex.BENCHMARKS[0]["providers"])
+@pytest.mark.parametrize("provider", cases.BENCHMARKS[0]["providers"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         case["fn"]()  # a second, already-tuned call must not accumulate into the first
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])

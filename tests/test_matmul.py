@@ -13,6 +13,8 @@ from support import (
     tolerances,
 )
 
+from benchmarks.cases import matmul as cases
+
 # Odd shapes: nothing is a multiple of the interpreter's 64 x 64 x 32 tile.
 SHAPES = [(127, 255, 33), (1, 1, 1), (65, 17, 70)]
 
@@ -174,15 +176,15 @@ def test_configs_by_device():
 
 
 def test_bench_cases_are_consistent():
-    names = [spec["name"] for spec in ex.BENCHMARKS]
+    names = [spec["name"] for spec in cases.BENCHMARKS]
     assert len(names) == len(set(names))
-    for spec in ex.BENCHMARKS:
+    for spec in cases.BENCHMARKS:
         assert {"triton-rowmajor", "triton-grouped", "cublas"} <= set(spec["providers"])
         for x in spec["tiny_x_vals"]:
             for provider in spec["providers"]:
-                case = ex.bench_case(spec["name"], provider, x, **spec["args"])
+                case = cases.bench_case(spec["name"], provider, x, **spec["args"])
                 torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
-                M, N, K = ex._parse_shape(x)
+                M, N, K = cases._parse_shape(x)
                 assert case["work"] == 2.0 * M * N * K
 
 

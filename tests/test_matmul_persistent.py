@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
 
+from benchmarks.cases import matmul_persistent as cases
+
 POINTER_VARIANTS = ["tiles", "persistent"]
 
 
@@ -243,11 +245,11 @@ def test_mixed_devices():
         ex.matmul_persistent(m_(4, 4), torch.randn(4, 4))
 
 
-@pytest.mark.parametrize("spec", [s for s in ex.BENCHMARKS if s["tiny_x_vals"]], ids=lambda s: s["name"])
+@pytest.mark.parametrize("spec", [s for s in cases.BENCHMARKS if s["tiny_x_vals"]], ids=lambda s: s["name"])
 def test_bench_cases_tiny(spec):
     for x in spec["tiny_x_vals"]:
         for provider in spec["providers"]:
-            case = ex.bench_case(spec["name"], provider, x, device=DEVICE, **spec["args"])
+            case = cases.bench_case(spec["name"], provider, x, device=DEVICE, **spec["args"])
             torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 

@@ -3,6 +3,8 @@ import split_k as ex
 import torch
 from support import DEVICE, ON_GPU, requires_gpu, tolerances
 
+from benchmarks.cases import split_k as cases
+
 
 def operands(m, n, k, dtype=torch.float32):
     return torch.randn(m, k, device=DEVICE, dtype=dtype), torch.randn(k, n, device=DEVICE, dtype=dtype)
@@ -199,7 +201,7 @@ def test_bad_settings(kw, words):
 
 
 def test_bench_case_runs():
-    case = ex.bench_case("split_k_fp16", "triton", 300, m=33, n=17)
+    case = cases.bench_case("split_k_fp16", "triton", 300, m=33, n=17)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
     assert case["work"] == 2 * 33 * 17 * 300
 

@@ -3,6 +3,8 @@ import testing_kernels as ex
 import torch
 from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu
 
+from benchmarks.cases import testing_kernels as cases
+
 SHAPES = [(1, 1, 1), (17, 33, 9), (127, 255, 33)]
 
 
@@ -227,8 +229,8 @@ def test_bad_input_precision():
 
 
 def test_bench_case_tiny():
-    for provider in ex.BENCHMARKS[0]["providers"]:
-        case = ex.bench_case("matmul_relu_fp16", provider, 17)
+    for provider in cases.BENCHMARKS[0]["providers"]:
+        case = cases.bench_case("matmul_relu_fp16", provider, 17)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         assert case["work"] == 2 * 17**3
 
