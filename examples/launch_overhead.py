@@ -12,7 +12,7 @@
 #   `@triton.autotune`, through a pre-compiled handle, and replayed from a CUDA graph;
 # * how to measure host time per launch (a wall clock around many launches) and GPU
 #   time per launch (`triton.testing.do_bench`), and how to read the gap;
-# * the benchmark spec, whose metric is host microseconds per launch.
+# * a table of both clocks for every way of launching.
 #
 # Run it with `python examples/launch_overhead.py`.
 
@@ -24,7 +24,7 @@ import time
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -65,9 +65,11 @@ def check_input(x) -> None:
     if x.numel() == 0:
         raise ValueError("x must have at least one element")
     if x.numel() > 2**31 - 1:  # program_id * BLOCK_SIZE is int32 arithmetic
-        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: add_scalar_kernel computes int32 offsets")
+        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: "
+                         "add_scalar_kernel computes int32 offsets")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def add_scalar(x: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -97,17 +99,19 @@ def add_scalar_torch(x: torch.Tensor, alpha: float) -> torch.Tensor:
 def autotune_configs():
     if not torch.cuda.is_available():  # the interpreter runs a single config only
         return [triton.Config({"BLOCK_SIZE": 1024}, num_warps=4)]
-    return [triton.Config({"BLOCK_SIZE": b}, num_warps=w) for b, w in ((256, 2), (1024, 4), (4096, 8))]
+    sizes = ((256, 2), (1024, 4), (4096, 8))  # (BLOCK_SIZE, num_warps)
+    return [triton.Config({"BLOCK_SIZE": b}, num_warps=w) for b, w in sizes]
 
 
-add_scalar_autotuned_kernel = triton.autotune(configs=autotune_configs(), key=["n"])(add_scalar_kernel)
+add_scalar_autotuned_kernel = triton.autotune(
+    configs=autotune_configs(), key=["n"])(add_scalar_kernel)
 
 
 def add_scalar_autotuned(x: torch.Tensor, alpha: float) -> torch.Tensor:
     check_input(x)
     out = torch.empty_like(x)
     n = x.numel()
-    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # the tuner picks BLOCK_SIZE
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # tuner picks BLOCK_SIZE
     add_scalar_autotuned_kernel[grid](x, out, n, alpha)
     return out
 # --8<-- [end:autotuned]
@@ -135,18 +139,22 @@ class WarmLauncher:
 
     def __init__(self, x: torch.Tensor, alpha: float, block_size: int = 1024):
         check_input(x)
-        if not isinstance(block_size, int) or block_size <= 0 or block_size & (block_size - 1):
-            raise ValueError(f"block_size must be a positive power of two, got {block_size}")
+        if not (isinstance(block_size, int) and block_size > 0
+                and block_size & (block_size - 1) == 0):
+            raise ValueError("block_size must be a positive power of two, "
+                             f"got {block_size}")
         self.out = torch.empty_like(x)
         n = x.numel()
         grid = (triton.cdiv(n, block_size), 1, 1)
-        args = (x, self.out, n, alpha, block_size)  # every argument, constexprs included
+        args = (x, self.out, n, alpha, block_size)  # every argument, constexprs too
         if x.device.type == "cuda":
-            compiled = add_scalar_kernel.warmup(*args[:4], BLOCK_SIZE=block_size, grid=grid)  # (1)!
+            compiled = add_scalar_kernel.warmup(  # (1)!
+                *args[:4], BLOCK_SIZE=block_size, grid=grid)
             run = compiled[grid]  # (2)!
             self._launch = lambda: run(*args)
         else:  # interpreter: no compiled kernel to hold on to; launch through the JIT
-            self._launch = lambda: add_scalar_kernel[grid](*args[:4], BLOCK_SIZE=block_size)
+            kernel = add_scalar_kernel[grid]
+            self._launch = lambda: kernel(*args[:4], BLOCK_SIZE=block_size)
 
     def __call__(self) -> torch.Tensor:
         self._launch()
@@ -154,7 +162,7 @@ class WarmLauncher:
 
 
 class GraphLauncher:
-    """`launches` launches of out = x + alpha recorded in one CUDA graph; a call replays them all."""
+    """`launches` launches of out = x + alpha in one CUDA graph; a call replays them."""
 
     def __init__(self, x: torch.Tensor, alpha: float, launches: int = 100):
         check_input(x)
@@ -166,7 +174,7 @@ class GraphLauncher:
         def launch():
             add_scalar_kernel[grid](x, self.out, n, alpha, BLOCK_SIZE=1024)
 
-        if x.device.type != "cuda":  # no graphs in the interpreter: replay means `launches` plain launches
+        if x.device.type != "cuda":  # interpreter, no graphs: `launches` plain launches
             self._replay = lambda: [launch() for _ in range(launches)]
             return
         stream = torch.cuda.Stream()
@@ -222,8 +230,8 @@ def gpu_us_per_call(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
 
 
-def overhead_table(n: int = 1024, device=DEVICE) -> list[tuple[str, float, float | None]]:
-    """(provider, host µs per launch, GPU µs per launch or None) for a tensor of n elements."""
+def overhead_table(n=1024, device=DEVICE) -> list[tuple[str, float, float | None]]:
+    """(provider, host µs per launch, GPU µs per launch or None) for n elements."""
     x = torch.randn(n, device=device)
     on_gpu = device.type == "cuda"
     calls = 1000 if on_gpu else 5  # the interpreter is slow: a few calls suffice
@@ -231,7 +239,7 @@ def overhead_table(n: int = 1024, device=DEVICE) -> list[tuple[str, float, float
     for provider in PROVIDERS:
         fn = make_fn(provider, x, 1.0, launches=None if on_gpu else 2)
         per_fn = getattr(fn, "launches", 1)  # a graph replay makes several launches
-        host = host_us_per_call(fn, device, calls=max(1, calls // per_fn), warmup=2) / per_fn
+        host = host_us_per_call(fn, device, max(1, calls // per_fn), warmup=2) / per_fn
         gpu = gpu_us_per_call(fn) / per_fn if device.type == "cuda" else None
         rows.append((provider, host, gpu))
     return rows
@@ -246,11 +254,11 @@ def overhead_table(n: int = 1024, device=DEVICE) -> list[tuple[str, float, float
 
 # %%
 # --8<-- [start:check]
-CALLS_PER_FN = {"triton-cudagraph": 100}  # one call of the graph provider replays 100 launches
+CALLS_PER_FN = {"triton-cudagraph": 100}  # a call of the graph replays 100 launches
 
 
 def make_fn(provider: str, x: torch.Tensor, alpha: float, launches: int | None = None):
-    """A no-argument callable that launches `provider` once (the graph: `launches` times) and returns out."""
+    """A callable: `provider` launches once (a graph: `launches` times), returns out."""
     if provider == "torch":
         return lambda: add_scalar_torch(x, alpha)
     if provider == "triton":
@@ -264,99 +272,30 @@ def make_fn(provider: str, x: torch.Tensor, alpha: float, launches: int | None =
     raise ValueError(f"provider must be one of {PROVIDERS}, got {provider!r}")
 
 
-PROVIDERS = ["torch", "triton", "triton-autotuned", "triton-warm-launcher", "triton-cudagraph"]
+PROVIDERS = ["torch", "triton", "triton-autotuned", "triton-warm-launcher",
+             "triton-cudagraph"]
 
 
 def self_check(sizes=(1, 17, 1025)) -> None:
+    launches = None if DEVICE.type == "cuda" else 2
     for n in sizes:
         x = torch.randn(n, device=DEVICE)
         for provider in PROVIDERS:
-            fn = make_fn(provider, x, 0.5, launches=None if DEVICE.type == "cuda" else 2)
+            fn = make_fn(provider, x, 0.5, launches=launches)
             torch.testing.assert_close(fn(), add_scalar_torch(x, 0.5), rtol=0, atol=0)
-    print(f"launch_overhead: {len(PROVIDERS)} ways of launching give x + alpha on {DEVICE.type} for n in {list(sizes)}")
+    print(f"launch_overhead: {len(PROVIDERS)} ways of launching give x + alpha on "
+          f"{DEVICE.type} for n in {list(sizes)}")
 # --8<-- [end:check]
 
 
 def main() -> None:
     self_check()
-    where = "GPU" if DEVICE.type == "cuda" else "CPU interpreter: host times are the interpreter's, not a GPU's"
+    where = ("GPU" if DEVICE.type == "cuda"
+             else "CPU interpreter: host times are the interpreter's, not a GPU's")
     print(f"n = 1024 ({where})")
     print(f"{'provider':<22}{'host us/launch':>16}{'GPU us/launch':>16}")
     for provider, host, gpu in overhead_table(1024):
         print(f"{provider:<22}{host:>16.1f}{'-' if gpu is None else f'{gpu:.1f}':>16}")
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# The metric is `us`: `scripts/bench.py` times host wall-clock microseconds per
-# call of `fn` (warm-up, many back-to-back calls, one synchronize, divide) and
-# divides by `calls_per_fn` for providers whose `fn` makes several launches.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "launch_overhead",
-        "title": "Host time per launch of out = x + alpha (lower is better)",
-        "x_name": "n",
-        "x_vals": [1, 1024, 2**16, 2**20],
-        "tiny_x_vals": [1, 1024],
-        "providers": PROVIDERS,
-        "metric": "us",
-        "ceiling": None,
-        "cudagraph": False,
-        "calls_per_fn": CALLS_PER_FN,
-        "args": {},
-    },
-]
-
-
-EXTRA_BENCHMARKS = [
-    {
-        "name": "launch_overhead_gpu",
-        "title": "GPU time per launch of out = x + alpha (do_bench median, µs)",
-        "x_name": "n",
-        "metric": "us",
-        "ceiling": None,
-    },
-]
-
-
-def measure_rows(device=None) -> list[dict]:
-    """GPU-side time per launch (do_bench) for every provider and size: the other half of the
-    host-vs-GPU comparison. `scripts/bench.py` calls it on the GPU; on the CPU there is no GPU clock."""
-    device = torch.device(DEVICE if device is None else device)
-    if device.type != "cuda":
-        return []
-    rows = []
-    for x in BENCHMARKS[0]["x_vals"]:
-        for provider in PROVIDERS:
-            case = bench_case("launch_overhead", provider, x, device=device)
-            torch.testing.assert_close(case["fn"](), case["ref"](), rtol=0, atol=0)
-            per = CALLS_PER_FN.get(provider, 1)
-            p50, p20, p80 = (t / per for t in triton.testing.do_bench(
-                case["fn"], warmup=10, rep=40, quantiles=[0.5, 0.2, 0.8]))  # per pass of scripts/bench.py
-            rows.append({
-                "bench": "launch_overhead_gpu", "x_name": "n", "x": x, "provider": provider,
-                "timing": "do_bench", "metric": "us", "value": round(1e3 * p50, 3),
-                "ms_p50": f"{p50:.6g}", "ms_p20": f"{p20:.6g}", "ms_p80": f"{p80:.6g}", "work": case["work"],
-                "host_bound": None, "spread": None,  # spread: scripts/bench.py, over its passes
-            })
-    return rows
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """One benchmark point (see `BENCHMARKS`). On the CPU the cudagraph provider makes plain launches."""
-    device = DEVICE if device is None else device
-    a = torch.randn(x, device=device, dtype=torch.float32)
-    return {
-        "fn": make_fn(provider, a, 1.0),
-        "ref": lambda: add_scalar_torch(a, 1.0),
-        "work": 2 * x * a.element_size(),  # bytes: read x, write out
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
 
 
 # %%

@@ -2,7 +2,8 @@
 # # Fused linear + bias + GELU: the epilogue that never leaves registers
 #
 # `C = gelu_tanh(A @ W + bias)` for `A` (M, K), `W` (K, N) and `bias` (N,), in fp16,
-# bf16 or fp32, for any M, N, K and any layout, `W = fc.weight.t()` of an `nn.Linear` included.
+# bf16 or fp32, for any M, N, K and any layout, `W = fc.weight.t()` of an `nn.Linear`
+# included.
 # Eager PyTorch runs a matmul, then an add, then a GELU: three kernels and three
 # round trips of C through memory. Here the bias and the activation are applied to
 # the fp32 accumulator while it is still in registers, and C is written once.
@@ -11,7 +12,7 @@
 #
 # * a matmul kernel that loads tiles through tensor descriptors (TMA on Hopper),
 #   reading W either row-major or as the transposed view `nn.Linear` hands you;
-# * a pointer-and-mask kernel for the layouts descriptors cannot take (odd widths, slices);
+# * a pointer-and-mask kernel for layouts descriptors cannot take (odd widths, slices);
 # * a fused epilogue: bias add and tanh-approximated GELU on the accumulator;
 # * one kernel that runs one tile per program or, with a grid of one program
 #   per SM, loops over tiles (a persistent kernel);
@@ -22,12 +23,13 @@
 
 # %%
 # --8<-- [start:setup]
+import functools
 import os
 
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -40,9 +42,9 @@ ON_GPU = torch.cuda.is_available()
 # %% [markdown]
 # ## The epilogue
 #
-# The tanh form of GELU is `0.5 x (1 + tanh(u))` with `u = sqrt(2/pi) (x + 0.044715 x^3)`.
-# Since `0.5 (1 + tanh(u)) = sigmoid(2u)`, it is also `x * sigmoid(2u)`: one
-# exponential and one division per element, computed in fp32.
+# The tanh form of GELU is `0.5 x (1 + tanh(u))` with
+# `u = sqrt(2/pi) (x + 0.044715 x^3)`. Since `0.5 (1 + tanh(u)) = sigmoid(2u)`, it is
+# also `x * sigmoid(2u)`: one exponential and one division per element, in fp32.
 
 
 # %%
@@ -50,7 +52,7 @@ ON_GPU = torch.cuda.is_available()
 @triton.jit
 def gelu_tanh(x):
     """GELU, tanh approximation, as x * sigmoid(2u) (same value, one exp)."""
-    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)  # sqrt(2 / pi) * (x + 0.044715 x^3)
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)  # sqrt(2/pi) (x + 0.044715 x^3)
     return x * tl.sigmoid(2.0 * u)  # (1)!
 # --8<-- [end:epilogue]
 
@@ -83,29 +85,32 @@ def tile_coords(tile, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 def linear_gelu_kernel(
     a_ptr, w_ptr, bias_ptr, c_ptr,  # A (M, K), W (K, N), bias (N,), C (M, N)
     M, N, K,
-    stride_am, stride_wk, stride_wn, stride_bias, stride_cm,  # strides in elements; A's and C's columns: 1
+    stride_am, stride_wk, stride_wn, stride_bias, stride_cm,  # A, C: unit column stride
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # tile rows per group (L2 reuse)
-    W_KMAJOR: tl.constexpr,  # W is weight.t() of an (N, K) row-major weight (stride_wk = 1), as nn.Linear stores it
+    W_KMAJOR: tl.constexpr,  # W = weight.t() of an (N, K) weight, as in nn.Linear
     WARP_SPECIALIZE: tl.constexpr,  # split TMA loads and tensor-core math between warps
     FLATTEN: tl.constexpr,  # merge the tile loop and the K loop into one pipelined loop
-    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves: half the shared memory for the store
+    EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves: half the shared memory
     PERSISTENT: tl.constexpr,  # read by the launcher's grid only: one program per SM
 ):
     C_BLOCK_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1],
+                                       block_shape=[BLOCK_M, BLOCK_K])
     if W_KMAJOR:  # (1)!
         w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1],
                                            block_shape=[BLOCK_N, BLOCK_K])
     else:
         w_desc = tl.make_tensor_descriptor(w_ptr, shape=[K, N], strides=[stride_wk, 1],
                                            block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, C_BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                       block_shape=[BLOCK_M, C_BLOCK_N])
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
 
-    for tile in tl.range(tl.program_id(0), num_pid_m * num_pid_n, tl.num_programs(0),  # (2)!
+    num_tiles = num_pid_m * num_pid_n
+    for tile in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),  # (2)!
                          flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
         off_m = pid_m * BLOCK_M
@@ -114,15 +119,18 @@ def linear_gelu_kernel(
         for k in range(k_tiles):
             a = a_desc.load([off_m, k * BLOCK_K])  # (3)!
             if W_KMAJOR:
-                w = w_desc.load([off_n, k * BLOCK_K]).T  # a (BLOCK_N, BLOCK_K) tile, read as its transpose
+                w = w_desc.load([off_n, k * BLOCK_K]).T  # read transposed
             else:
                 w = w_desc.load([k * BLOCK_K, off_n])
             acc = tl.dot(a, w, acc)
         offs_n = off_n + tl.arange(0, BLOCK_N)
-        bias = tl.load(bias_ptr + offs_n.to(tl.int64) * stride_bias, mask=offs_n < N, other=0.0)  # (4)!
-        c = gelu_tanh(acc + bias[None, :].to(tl.float32)).to(c_ptr.dtype.element_ty)  # (5)!
+        bias_ptrs = bias_ptr + offs_n.to(tl.int64) * stride_bias
+        bias = tl.load(bias_ptrs, mask=offs_n < N, other=0.0)  # (4)!
+        c = gelu_tanh(acc + bias[None, :].to(tl.float32))  # (5)!
+        c = c.to(c_ptr.dtype.element_ty)
         if EPILOGUE_SUBTILE:  # (6)!
-            c0, c1 = tl.split(tl.permute(tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            halves = tl.reshape(c, (BLOCK_M, 2, BLOCK_N // 2))
+            c0, c1 = tl.split(tl.permute(halves, (0, 2, 1)))
             c_desc.store([off_m, off_n], c0)
             c_desc.store([off_m, off_n + BLOCK_N // 2], c1)
         else:
@@ -143,18 +151,21 @@ def linear_gelu_kernel(
 # --8<-- [start:pointer-kernel]
 @triton.jit
 def linear_gelu_pointer_kernel(
-    a_ptr, w_ptr, bias_ptr, c_ptr,  # A (M, K), W (K, N), bias (N,), C (M, N): any strides
+    a_ptr, w_ptr, bias_ptr, c_ptr,  # A (M, K), W (K, N), bias (N,), C (M, N)
     M, N, K,
     stride_am, stride_ak, stride_wk, stride_wn, stride_bias, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    INT64: tl.constexpr,  # 64-bit element offsets: the launcher decides from the operands' spans
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    INT64: tl.constexpr,  # 64-bit offsets: the launcher decides from the spans
 ):
     if INT64:  # (1)!
-        stride_am, stride_ak = tl.cast(stride_am, tl.int64), tl.cast(stride_ak, tl.int64)
-        stride_wk, stride_wn = tl.cast(stride_wk, tl.int64), tl.cast(stride_wn, tl.int64)
-        stride_cm, stride_cn = tl.cast(stride_cm, tl.int64), tl.cast(stride_cn, tl.int64)
-        stride_bias = tl.cast(stride_bias, tl.int64)
-    pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+        i64 = tl.int64
+        stride_am, stride_ak = tl.cast(stride_am, i64), tl.cast(stride_ak, i64)
+        stride_wk, stride_wn = tl.cast(stride_wk, i64), tl.cast(stride_wn, i64)
+        stride_cm, stride_cn = tl.cast(stride_cm, i64), tl.cast(stride_cn, i64)
+        stride_bias = tl.cast(stride_bias, i64)
+    num_pid_m, num_pid_n = tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -172,7 +183,8 @@ def linear_gelu_pointer_kernel(
         w_ptrs += BLOCK_K * stride_wk
     bias = tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0)
     c = gelu_tanh(acc + bias[None, :].to(tl.float32)).to(c_ptr.dtype.element_ty)
-    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c, mask=in_m & in_n)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=in_m & in_n)
 # --8<-- [end:pointer-kernel]
 
 
@@ -188,18 +200,16 @@ def linear_gelu_pointer_kernel(
 # %%
 # --8<-- [start:autotune]
 def linear_gelu_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config]:
-    """Tile shapes and grid kinds for `linear_gelu_kernel` and `dtype`; one config under the interpreter."""
-    if not ON_GPU:
-        meta = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "WARP_SPECIALIZE": False,
-                "FLATTEN": False, "EPILOGUE_SUBTILE": False, "PERSISTENT": False}
-        return [triton.Config(meta, num_warps=4, num_stages=1)]
-
+    """Tile shapes and grid kinds for `linear_gelu_kernel`; one in the interpreter."""
     def c(bm, bn, bk, warps, stages, persistent, ws=False, subtile=False):
-        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "WARP_SPECIALIZE": ws,
-                "FLATTEN": persistent, "EPILOGUE_SUBTILE": subtile, "PERSISTENT": persistent}
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8,
+                "WARP_SPECIALIZE": ws, "FLATTEN": persistent,
+                "EPILOGUE_SUBTILE": subtile, "PERSISTENT": persistent}
         return triton.Config(meta, num_warps=warps, num_stages=stages)
 
-    if dtype == torch.float32:  # 4-byte tiles: half the K depth, or the stages overflow shared memory
+    if not ON_GPU:
+        return [c(64, 64, 32, 4, 1, persistent=False)]
+    if dtype == torch.float32:  # 4-byte tiles: half the K depth fits shared memory
         return [
             c(128, 128, 32, 8, 3, persistent=True),
             c(128, 128, 32, 8, 3, persistent=False),
@@ -215,36 +225,44 @@ def linear_gelu_configs(dtype: torch.dtype = torch.float16) -> list[triton.Confi
 
 
 def pointer_configs(dtype: torch.dtype = torch.float16) -> list[triton.Config]:
-    """Tile shapes for `linear_gelu_pointer_kernel`; one small config under the interpreter."""
+    """Tile shapes for `linear_gelu_pointer_kernel`; one in the interpreter."""
     def c(bm, bn, bk, warps, stages):
-        return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
-                             num_warps=warps, num_stages=stages)
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}
+        return triton.Config(meta, num_warps=warps, num_stages=stages)
 
     if not ON_GPU:
         return [c(64, 64, 32, 4, 1)]
     if dtype == torch.float32:
         return [c(128, 128, 32, 8, 3), c(64, 128, 32, 4, 3), c(64, 64, 32, 4, 3)]
-    return [c(128, 128, 64, 8, 3), c(128, 128, 32, 4, 4), c(64, 128, 32, 4, 4), c(64, 64, 32, 4, 3)]
+    return [c(128, 128, 64, 8, 3), c(128, 128, 32, 4, 4), c(64, 128, 32, 4, 4),
+            c(64, 64, 32, 4, 3)]
 
 
-def _grid(M: int, N: int):
-    """One program per tile, or (PERSISTENT) at most one program per SM."""
+def _grid(M: int, N: int, index: int | None):
+    """One program per tile, or (PERSISTENT) at most one per SM of device `index`."""
+    sms = _num_sms(index)
+
     def grid(meta):
         tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-        return (min(tiles, _num_sms()) if meta.get("PERSISTENT") else tiles,)
+        return (min(tiles, sms) if meta.get("PERSISTENT") else tiles,)
     return grid
 
 
-def _num_sms() -> int:
-    return torch.cuda.get_device_properties(0).multi_processor_count if ON_GPU else 4
+@functools.lru_cache  # once per device, not on every call
+def _num_sms(index: int | None) -> int:
+    if index is None:  # a CPU tensor: the interpreter
+        return 4
+    return torch.cuda.get_device_properties(index).multi_processor_count
 
 
 def autotune_timer(kernel_call, quantiles):
-    """Time each config inside a CUDA graph, so the host-side launch cost does not pick the winner.
+    """Time each config inside a CUDA graph, so the host-side launch cost does not pick
+    the winner.
 
-    do_bench_cudagraph runs its first calls on a new side stream that does not wait for the caller's
-    stream: the work the caller has queued must finish first, or those calls write the output while
-    queued kernels still use its memory (see the matmul page, note 3 of the autotuning step)."""
+    do_bench_cudagraph runs its first calls on a new side stream that does not wait for
+    the caller's stream: the work the caller has queued must finish first, or those
+    calls write the output while queued kernels still use its memory (see the matmul
+    page, note 3 of the autotuning step)."""
     torch.cuda.synchronize()
     return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)
 
@@ -253,17 +271,18 @@ _TUNED = {}
 
 
 def tuned_kernel(kind: str, dtype: torch.dtype):
-    """The autotuned "descriptor" or "pointer" kernel for `dtype`, built on first use (fp32 has its own tiles)."""
-    key = (kind, dtype == torch.float32)
-    if key not in _TUNED:
+    """The tuned "descriptor" or "pointer" kernel for `dtype`, built on first use."""
+    slot = (kind, dtype == torch.float32)  # fp32 has its own tiles
+    if slot not in _TUNED:
         if kind == "descriptor":
-            tune = triton.autotune(configs=linear_gelu_configs(dtype), key=["M", "N", "K", "W_KMAJOR"],
-                                   do_bench=autotune_timer)
-            _TUNED[key] = tune(linear_gelu_kernel)
+            configs, kernel = linear_gelu_configs(dtype), linear_gelu_kernel
+            key = ["M", "N", "K", "W_KMAJOR"]
         else:
-            tune = triton.autotune(configs=pointer_configs(dtype), key=["M", "N", "K"], do_bench=autotune_timer)
-            _TUNED[key] = tune(linear_gelu_pointer_kernel)
-    return _TUNED[key]
+            configs, kernel = pointer_configs(dtype), linear_gelu_pointer_kernel
+            key = ["M", "N", "K"]
+        tune = triton.autotune(configs=configs, key=key, do_bench=autotune_timer)
+        _TUNED[slot] = tune(kernel)
+    return _TUNED[slot]
 # --8<-- [end:autotune]
 
 
@@ -279,7 +298,7 @@ def tuned_kernel(kind: str, dtype: torch.dtype):
 # --8<-- [start:launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 KERNELS = ("auto", "descriptor", "pointer")
-MAX_DIM = 2**30  # tile coordinates are int32; element offsets switch to int64 when needed
+MAX_DIM = 2**30  # tile coordinates are int32; offsets switch to int64 when needed
 
 
 def _check_inputs(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> None:
@@ -287,35 +306,45 @@ def _check_inputs(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> None:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != dims:
             raise ValueError(f"{name} must be {dims}-D, got shape {tuple(t.shape)}")
         if t.device != a.device:
-            raise ValueError(f"{name} must be on the same device as a ({a.device}), got {t.device}")
+            raise ValueError(f"{name} must be on the same device as a ({a.device}), "
+                             f"got {t.device}")
         if t.dtype != a.dtype:
-            raise TypeError(f"{name} must have the same dtype as a ({a.dtype}), got {t.dtype}")
+            raise TypeError(f"{name} must have the same dtype as a ({a.dtype}), "
+                            f"got {t.dtype}")
     if a.shape[1] != w.shape[0]:
-        raise ValueError(f"a.shape[1] must equal w.shape[0] (the K dimension), got {tuple(a.shape)} @ {tuple(w.shape)}")
+        raise ValueError("a.shape[1] must equal w.shape[0] (the K dimension), "
+                         f"got {tuple(a.shape)} @ {tuple(w.shape)}")
     if bias.shape[0] != w.shape[1]:
-        raise ValueError(f"bias must have w.shape[1] = {w.shape[1]} elements, got {bias.shape[0]}")
-    for name, size in (("a.shape[0] (M)", a.shape[0]), ("a.shape[1] (K)", a.shape[1]), ("w.shape[1] (N)", w.shape[1])):
+        raise ValueError(f"bias must have w.shape[1] = {w.shape[1]} elements, "
+                         f"got {bias.shape[0]}")
+    for name, size in (("a.shape[0] (M)", a.shape[0]), ("a.shape[1] (K)", a.shape[1]),
+                       ("w.shape[1] (N)", w.shape[1])):
         if size >= MAX_DIM:
-            raise ValueError(f"{name} is {size}: M, N and K must each be below 2**30 (int32 tile coordinates)")
+            raise ValueError(f"{name} is {size}: M, N and K must each be below 2**30 "
+                             "(int32 tile coordinates)")
     if a.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("a is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def descriptor_ok(t: torch.Tensor) -> bool:
-    """Can a tensor descriptor cover `t` row by row? Unit column stride, rows that do not overlap,
-    16-byte aligned base and row stride, at least 16 bytes per row."""
+    """Can a tensor descriptor cover `t` row by row? Unit column stride, rows that do
+    not overlap, 16-byte aligned base and row stride, at least 16 bytes per row."""
     size = t.element_size()
-    return (t.stride(1) == 1 and t.stride(0) >= t.shape[1] and (t.stride(0) * size) % 16 == 0
-            and t.data_ptr() % 16 == 0 and t.shape[1] * size >= 16)
+    return (t.stride(1) == 1 and t.stride(0) >= t.shape[1]
+            and (t.stride(0) * size) % 16 == 0 and t.data_ptr() % 16 == 0
+            and t.shape[1] * size >= 16)
 
 
 def w_layout(a: torch.Tensor, w: torch.Tensor, c: torch.Tensor) -> str | None:
-    """How descriptors can read W: "row-major" (K, N), "k-major" (w is weight.t() of an (N, K) weight),
-    or None when a descriptor cannot serve A, W or C and the pointer kernel must run."""
+    """How descriptors can read W: "row-major" (K, N), "k-major" (w is weight.t() of an
+    (N, K) weight), or None when a descriptor cannot serve A, W or C and the pointer
+    kernel must run."""
     if not (descriptor_ok(a) and descriptor_ok(c)):
         return None
     if descriptor_ok(w):
@@ -325,13 +354,16 @@ def w_layout(a: torch.Tensor, w: torch.Tensor, c: torch.Tensor) -> str | None:
 
 def needs_int64(*tensors: torch.Tensor) -> bool:
     """True when the largest element offset into some tensor does not fit in int32."""
-    return any(sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 for t in tensors)
+    spans = (sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+             for t in tensors)
+    return any(span >= 2**31 for span in spans)
 
 
-def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, kernel: str = "auto") -> torch.Tensor:
+def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *,
+                kernel: str = "auto") -> torch.Tensor:
     """Return gelu_tanh(a @ w + bias) from one fused Triton kernel.
 
-    w is (K, N): row-major, or `linear.weight.t()` as nn.Linear stores it (no copy is made).
+    w is (K, N): row-major, or `linear.weight.t()` as nn.Linear stores it (no copy).
     kernel: "descriptor" (tensor descriptors, TMA on Hopper), "pointer" (any strides) or
     "auto" (descriptors when A, W and C allow them, else pointers).
     When a row of N elements is not a multiple of 16 bytes, the result is a view into a
@@ -342,7 +374,8 @@ def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, kernel:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     (M, K), N = a.shape, w.shape[1]
     pad = 16 // a.element_size()  # (1)!
-    c = torch.empty((M, triton.cdiv(N, pad) * pad), device=a.device, dtype=a.dtype)[:, :N]
+    width = triton.cdiv(N, pad) * pad
+    c = torch.empty((M, width), device=a.device, dtype=a.dtype)[:, :N]
     if M == 0 or N == 0:
         return c
     if K == 0:  # an empty sum: the result is gelu(bias) in every row
@@ -350,22 +383,22 @@ def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *, kernel:
     layout = w_layout(a, w, c)  # (2)!
     if kernel == "descriptor" and layout is None:
         raise ValueError(
-            "kernel='descriptor' needs a, w (or w.t()) and the output with unit column stride, 16-byte aligned "
-            f"base and rows, and at least 16 bytes per row; got a.stride()={a.stride()}, w.stride()={w.stride()}, "
-            f"N={N}: use kernel='auto' to fall back to the pointer kernel"
+            "kernel='descriptor' needs a, w (or w.t()) and the output with unit column "
+            "stride, 16-byte aligned base and rows, and at least 16 bytes per row; got "
+            f"a.stride()={a.stride()}, w.stride()={w.stride()}, N={N}: use "
+            "kernel='auto' to fall back to the pointer kernel"
         )
+    grid = _grid(M, N, a.device.index)
     if kernel == "pointer" or layout is None:
-        def grid(meta):
-            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
         tuned_kernel("pointer", a.dtype)[grid](
-            a, w, bias, c, M, N, K, a.stride(0), a.stride(1), w.stride(0), w.stride(1), bias.stride(0),
-            c.stride(0), c.stride(1), INT64=needs_int64(a, w, bias, c))
+            a, w, bias, c, M, N, K, a.stride(0), a.stride(1), w.stride(0), w.stride(1),
+            bias.stride(0), c.stride(0), c.stride(1), INT64=needs_int64(a, w, bias, c))
         return c
-    if a.is_cuda:  # descriptors made on the device need scratch memory; the setting is per thread
+    if a.is_cuda:  # descriptors made on the device need scratch memory (per thread)
         triton.set_allocator(_cuda_scratch)
-    tuned_kernel("descriptor", a.dtype)[_grid(M, N)](
-        a, w, bias, c, M, N, K, a.stride(0), w.stride(0), w.stride(1), bias.stride(0), c.stride(0),
-        W_KMAJOR=layout == "k-major")
+    tuned_kernel("descriptor", a.dtype)[grid](
+        a, w, bias, c, M, N, K, a.stride(0), w.stride(0), w.stride(1), bias.stride(0),
+        c.stride(0), W_KMAJOR=layout == "k-major")
     return c
 
 
@@ -373,12 +406,14 @@ def _cuda_scratch(size: int, alignment: int, stream):
     return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
-def linear_gelu_torch(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def linear_gelu_torch(a: torch.Tensor, w: torch.Tensor,
+                      bias: torch.Tensor) -> torch.Tensor:
     """The eager PyTorch version: matmul, add, GELU (three kernels on a GPU)."""
     return torch.nn.functional.gelu(a @ w + bias, approximate="tanh")
 
 
-def linear_gelu_reference(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def linear_gelu_reference(a: torch.Tensor, w: torch.Tensor,
+                          bias: torch.Tensor) -> torch.Tensor:
     """fp32 math throughout, rounded to a.dtype once at the end."""
     return linear_gelu_torch(a.float(), w.float(), bias.float()).to(a.dtype)
 # --8<-- [end:launcher]
@@ -396,84 +431,21 @@ def linear_gelu_reference(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor) 
 def self_check(shapes=((1, 8, 8), (127, 255, 40), (70, 45, 33))) -> None:
     for M, N, K in shapes:
         a = torch.randn(M, K, device=DEVICE, dtype=torch.float16)
-        fc = torch.nn.Linear(K, N, device=DEVICE, dtype=torch.float16)  # weight (N, K), bias (N,)
-        width = (N + 7) // 8 * 8 + 8  # padded rows: 16-byte aligned, so w is a strided view
+        fc = torch.nn.Linear(K, N, device=DEVICE, dtype=torch.float16)  # weight (N, K)
+        width = (N + 7) // 8 * 8 + 8  # padded rows: 16-byte aligned, w a strided view
+        padded = torch.randn(K, width, device=DEVICE, dtype=torch.float16) / K**0.5
         ws = (fc.weight.detach().t(),  # (1)!
-              (torch.randn(K, width, device=DEVICE, dtype=torch.float16) / K**0.5)[:, :N],  # (2)!
+              padded[:, :N],  # (2)!
               torch.randn(K, N, device=DEVICE, dtype=torch.float16) / K**0.5)  # (3)!
         bias = fc.bias.detach()
         for w in ws:
-            torch.testing.assert_close(linear_gelu(a, w, bias), linear_gelu_reference(a, w, bias),
-                                       rtol=1e-2, atol=1e-2)
-    print(f"linear_gelu: linear_gelu(a, w, bias) == gelu_tanh(a @ w + bias) on {DEVICE.type} "
-          f"for (M, N, K) in {list(shapes)}, fp16, with w = fc.weight.t(), a padded-row view and a contiguous w")
+            ref = linear_gelu_reference(a, w, bias)
+            out = linear_gelu(a, w, bias)
+            torch.testing.assert_close(out, ref, rtol=1e-2, atol=1e-2)
+    print(f"linear_gelu: linear_gelu(a, w, bias) == gelu_tanh(a @ w + bias) on "
+          f"{DEVICE.type} for (M, N, K) in {list(shapes)}, fp16, with w = "
+          "fc.weight.t(), a padded-row view and a contiguous w")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Three providers on the same inputs: eager PyTorch (cuBLAS matmul, then add,
-# then GELU), `torch.compile` of that same function, and the fused kernel. The
-# work counted is the matmul's `2 * M * N * K` flops.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": f"linear_gelu_{tag}",
-        "title": f"gelu_tanh(A @ W + bias), {tag}",
-        "x_name": "M x N x K",
-        "x_vals": ["4096x4096x4096", "8192x8192x2048"],
-        "tiny_x_vals": ["127x136x40"] if tag == "fp16" else [],  # bf16 is wrong in the interpreter
-        "providers": ["torch", "torch.compile", "triton"],
-        "metric": "TFLOP/s",
-        "ceiling": tag,
-        "cudagraph": True,
-        "args": {},
-        "targets": [  # speed targets (scripts/targets.py)
-            {"kind": "peers", "label": f"linear + bias + GELU {tag} ≥ 1.1× torch.compile", "min": 1.1,
-             "peers": ["torch.compile"], "point": "{x}"},
-            {"kind": "peers", "label": f"linear + bias + GELU {tag} ≥ 1.3× eager", "min": 1.3, "peers": ["torch"],
-             "point": "{x}"},
-        ],
-    }
-    for tag in ("fp16", "bf16")
-]
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
-
-
-def bench_case(name: str, provider: str, x, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    M, N, K = (int(v) for v in str(x).split("x"))
-    dtype = torch.bfloat16 if name.endswith("_bf16") else torch.float16
-    a = torch.randn(M, K, device=device, dtype=dtype)
-    w = torch.randn(K, N, device=device, dtype=dtype) / K**0.5
-    bias = torch.randn(N, device=device, dtype=dtype)
-    fns = {
-        "torch": lambda: linear_gelu_torch(a, w, bias),
-        "triton": lambda: linear_gelu(a, w, bias),
-    }
-    return {
-        **(_compiled_peer(linear_gelu_torch, a, w, bias) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: linear_gelu_reference(a, w, bias),
-        "work": 2.0 * M * N * K,  # flops of the matmul; the epilogue is O(M * N)
-        "rtol": 2e-2 if dtype == torch.bfloat16 else 1e-2,  # 8 mantissa bits against fp16's 11
-        "atol": 2e-2 if dtype == torch.bfloat16 else 1e-2,
-    }
 
 
 # %%

@@ -21,7 +21,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -42,7 +42,7 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # --8<-- [start:row-max-kernel]
 @triton.jit
 def max_nan(a, b):
-    """The larger of a and b, NaN if either is NaN (as torch.amax): the combine step of the reduction."""
+    """max(a, b), NaN if either is NaN (as torch.amax): the reduction's combine step."""
     return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
@@ -65,7 +65,27 @@ def row_max_kernel(
 # %%
 # --8<-- [start:row-max-launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-MAX_COLS = 8192  # one tile per row, in registers: longer rows need a loop (see the softmax chapter)
+MAX_COLS = 8192  # one tile per row, in registers: longer rows need a loop (see softmax)
+
+
+def _check_row_max(x, pad) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
+    if x.dim() != 2 or not x.is_contiguous():
+        raise ValueError(f"x must be 2-D and contiguous, got shape {tuple(x.shape)}, "
+                         f"stride {x.stride()}")
+    if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+    if not isinstance(pad, float):
+        raise TypeError(f"pad must be a float, got {type(pad).__name__}")
+    if not 1 <= x.shape[1] <= MAX_COLS:
+        raise ValueError(f"x must have 1 to {MAX_COLS} columns, got {x.shape[1]}")
+    if x.numel() > 2**31 - 1:  # row * n_cols + cols is int32 arithmetic
+        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: "
+                         "this kernel computes int32 offsets")
 
 
 def row_max(x: torch.Tensor, *, pad: float = float("-inf")) -> torch.Tensor:
@@ -74,21 +94,8 @@ def row_max(x: torch.Tensor, *, pad: float = float("-inf")) -> torch.Tensor:
     `pad` fills the masked lanes. Only -inf is correct for a max; the argument
     exists so that the tests can show what 0.0 does.
     """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if x.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"x must be float16, bfloat16 or float32, got {x.dtype}")
-    if x.dim() != 2 or not x.is_contiguous():
-        raise ValueError(f"x must be 2-D and contiguous, got shape {tuple(x.shape)}, stride {x.stride()}")
-    if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    if not isinstance(pad, float):
-        raise TypeError(f"pad must be a float, got {type(pad).__name__}")
+    _check_row_max(x, pad)
     n_rows, n_cols = x.shape
-    if not 1 <= n_cols <= MAX_COLS:
-        raise ValueError(f"x must have 1 to {MAX_COLS} columns, got {n_cols}")
-    if x.numel() > 2**31 - 1:  # row * n_cols + cols is int32 arithmetic
-        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: this kernel computes int32 offsets")
     out = torch.empty(n_rows, device=x.device, dtype=x.dtype)
     block_n = triton.next_power_of_2(n_cols)  # the smallest power of two >= n_cols
     row_max_kernel[(n_rows,)](x, out, n_cols, BLOCK_N=block_n, PAD=pad)
@@ -109,7 +116,7 @@ def row_max_torch(x: torch.Tensor) -> torch.Tensor:
 # %%
 # --8<-- [start:padding-demo]
 def padding_demo() -> None:
-    x = torch.tensor([[-3.0, -1.0, -2.0]], device=DEVICE)  # 3 columns: a 4-lane tile, 1 lane masked
+    x = torch.tensor([[-3.0, -1.0, -2.0]], device=DEVICE)  # a 4-lane tile, 1 masked
     print(f"pad=0.0  -> {row_max(x, pad=0.0).item()}")  # the masked lane wins
     print(f"pad=-inf -> {row_max(x).item()}")  # the real maximum
 # --8<-- [end:padding-demo]
@@ -168,29 +175,40 @@ def _check_tensor(name: str, t, ndim: int) -> None:
         raise ValueError(f"{name} must be contiguous, got stride {t.stride()}")
 
 
-def bias_relu(x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16, block_n: int = 256) -> torch.Tensor:
-    """relu(x + b) for a contiguous (M, N) `x` and an (N,) bias `b`."""
+def _check_bias_relu(x, b, block_m, block_n) -> None:
     _check_tensor("x", x, 2)
     _check_tensor("b", b, 1)
     if b.shape[0] != x.shape[1]:
-        raise ValueError(f"b must have x.shape[1] = {x.shape[1]} elements, got {b.shape[0]}")
+        raise ValueError(f"b must have x.shape[1] = {x.shape[1]} elements, "
+                         f"got {b.shape[0]}")
     if b.dtype != x.dtype:
-        raise TypeError(f"x and b must have the same dtype, got {x.dtype} and {b.dtype}")
+        raise TypeError("x and b must have the same dtype, "
+                        f"got {x.dtype} and {b.dtype}")
     if b.device != x.device:
-        raise ValueError(f"x and b must be on the same device, got {x.device} and {b.device}")
+        raise ValueError("x and b must be on the same device, "
+                         f"got {x.device} and {b.device}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
     for name, v in (("block_m", block_m), ("block_n", block_n)):
         if v <= 0 or v & (v - 1):
             raise ValueError(f"{name} must be a positive power of two, got {v}")
     if x.numel() > 2**31 - 1:  # offs_m * N + offs_n is int32 arithmetic
-        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: this kernel computes int32 offsets")
-    M, N = x.shape
+        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: "
+                         "this kernel computes int32 offsets")
+    N = x.shape[1]
     if triton.cdiv(N, block_n) > MAX_GRID_YZ:
-        raise ValueError(f"N={N} needs {triton.cdiv(N, block_n)} column tiles, but grid axis 1 holds at most "
-                         f"{MAX_GRID_YZ}: raise block_n")
+        raise ValueError(f"N={N} needs {triton.cdiv(N, block_n)} column tiles, but "
+                         f"grid axis 1 holds at most {MAX_GRID_YZ}: raise block_n")
+
+
+def bias_relu(x: torch.Tensor, b: torch.Tensor, *, block_m: int = 16,
+              block_n: int = 256) -> torch.Tensor:
+    """relu(x + b) for a contiguous (M, N) `x` and an (N,) bias `b`."""
+    _check_bias_relu(x, b, block_m, block_n)
+    M, N = x.shape
     y = torch.empty_like(x)
-    grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))  # ragged tiles on both axes
+    grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))  # ragged on both axes
     bias_relu_kernel[grid](x, b, y, M, N, BLOCK_M=block_m, BLOCK_N=block_n)
     return y
 
@@ -215,7 +233,8 @@ def check_bias_relu(shapes=((1, 1), (17, 1025), (1023, 17), (5, 781))) -> None:
     for m, n in shapes:
         x = torch.randn(m, n, device=DEVICE)
         b = torch.randn(n, device=DEVICE)
-        torch.testing.assert_close(bias_relu(x, b), bias_relu_torch(x, b), rtol=0, atol=0)
+        y = bias_relu(x, b)
+        torch.testing.assert_close(y, bias_relu_torch(x, b), rtol=0, atol=0)
     print(f"bias_relu matches torch on {DEVICE.type} for (M, N) in {list(shapes)}")
 # --8<-- [end:check-bias-relu]
 
@@ -226,66 +245,10 @@ def self_check(sizes=(1, 17, 781, 1023, 1025)) -> None:
         x[::2] = -x[::2].abs() - 1.0  # every other row is all negative
         torch.testing.assert_close(row_max(x), row_max_torch(x), rtol=0, atol=0)
         b = torch.randn(n, device=DEVICE)
-        torch.testing.assert_close(bias_relu(x, b), bias_relu_torch(x, b), rtol=0, atol=0)
-    print(f"masks: row_max and bias_relu match torch on {DEVICE.type} for 7 x n, n in {list(sizes)}")
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Bias + ReLU over 4096 rows, with column counts on and off the powers of two,
-# to measure what a ragged last tile costs (docs/guide/masks.md reads the result).
-# Bytes moved: read x, read b, write y.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "masks_bias_relu_fp32",
-        "title": "Bias + ReLU, fp32, 4096 rows",
-        "x_name": "N",
-        "x_vals": [1000, 1024, 3000, 4096, 6000, 8192, 12_000, 16_384],
-        "tiny_x_vals": [1, 17, 1025],
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"M": 4096},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None, M: int = 4096) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    if torch.device(device).type != "cuda":
-        M = min(M, 64)  # the interpreter only checks the code path: keep it quick
-    a = torch.randn(M, x, device=device, dtype=torch.float32)
-    b = torch.randn(x, device=device, dtype=torch.float32)
-    fns = {
-        "triton": lambda: bias_relu(a, b),
-        "torch": lambda: bias_relu_torch(a, b),
-    }
-    return {
-        **(_compiled_peer(bias_relu_torch, a, b) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: bias_relu_torch(a, b),
-        "work": (2 * M * x + x) * a.element_size(),  # bytes: read x and b, write y
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
+        y = bias_relu(x, b)
+        torch.testing.assert_close(y, bias_relu_torch(x, b), rtol=0, atol=0)
+    print(f"masks: row_max and bias_relu match torch on {DEVICE.type} "
+          f"for 7 x n, n in {list(sizes)}")
 
 
 # %%

@@ -6,26 +6,28 @@
 #
 # * the dtype an operation on two blocks returns, checked at compile time;
 # * a batched matmul: `tl.dot` on tiles (K at least 16), an fp32 accumulator,
-#   `input_precision` for fp32 inputs (`"ieee"`, `"tf32"`, `"tf32x3"`), `.to()` back to
-#   the output dtype, `tl.expand_dims`, and a K loop pipelined by `tl.range(..., num_stages=)`;
-# * a polynomial evaluated by Horner's rule with a loop that `tl.static_range` unrolls at
+#   `input_precision` for fp32 inputs (`"ieee"`, `"tf32"`, `"tf32x3"`), `.to()`
+#   back to the output dtype, `tl.expand_dims`, and a K loop pipelined by
+#   `tl.range(..., num_stages=)`;
+# * a polynomial by Horner's rule with a loop that `tl.static_range` unrolls at
 #   compile time, scalar coefficients broadcast against a block, and dtype promotion
 #   checked at compile time with `tl.static_assert`;
-# * a row argmax whose `tl.reduce` takes a (value, index) pair and a combine function of
-#   our own, inside a runtime loop over column blocks;
-# * an `if` on a block, which the compiler refuses (and the interpreter does not), beside
+# * a row argmax whose `tl.reduce` takes a (value, index) pair and a combine function
+#   of our own, inside a runtime loop over column blocks;
+# * an `if` on a block, which the compiler refuses (the interpreter does not), beside
 #   the per-lane `tl.where`.
 #
 # Run it with `python examples/tile_compute.py`.
 
 # %%
 # --8<-- [start:setup]
+import functools
 import os
 
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -39,9 +41,9 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 #
 # One program computes one `BLOCK_M x BLOCK_N` tile of one matrix of the batch,
 # walking along K. `tl.dot(a, b, acc)` multiplies a `(BLOCK_M, BLOCK_K)` tile by a
-# `(BLOCK_K, BLOCK_N)` tile and adds the product to `acc`: K must be at least 16 (32 for
-# 8-bit inputs; this launcher keeps M and N at 16 or more too), and the accumulator is fp32
-# whatever the inputs are.
+# `(BLOCK_K, BLOCK_N)` tile and adds the product to `acc`: K must be at least 16 (32
+# for 8-bit inputs; this launcher keeps M and N at 16 or more too), and the
+# accumulator is fp32 whatever the inputs are.
 
 
 # %%
@@ -53,8 +55,8 @@ def bmm_kernel(
     stride_ab, stride_am, stride_ak,
     stride_bb, stride_bk, stride_bn,
     stride_cb, stride_cm, stride_cn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # each >= 16 here
-    PRECISION: tl.constexpr,  # "ieee", "tf32" or "tf32x3": how fp32 inputs are multiplied
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,  # each >= 16
+    PRECISION: tl.constexpr,  # "ieee", "tf32" or "tf32x3": how fp32 inputs multiply
     NUM_STAGES: tl.constexpr,  # how many K steps of loads are in flight at once
 ):
     batch = tl.program_id(axis=0).to(tl.int64)  # (1)!
@@ -69,12 +71,13 @@ def bmm_kernel(
     for k0 in tl.range(0, K, BLOCK_K, num_stages=NUM_STAGES):  # (4)!
         k = k0 + offs_k
         a = tl.load(a_base + rows * stride_am + k[None, :] * stride_ak,
-                    mask=(rows < M) & (k[None, :] < K), other=0.0)  # zeros past K add nothing
+                    mask=(rows < M) & (k[None, :] < K), other=0.0)  # zeros add nothing
         b = tl.load(b_base + k[:, None] * stride_bk + cols * stride_bn,
                     mask=(k[:, None] < K) & (cols < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)  # (5)!
     c = acc.to(c_ptr.dtype.element_ty)  # (6)!
-    tl.store(c_ptr + batch * stride_cb + rows * stride_cm + cols * stride_cn, c, mask=(rows < M) & (cols < N))
+    c_ptrs = c_ptr + batch * stride_cb + rows * stride_cm + cols * stride_cn
+    tl.store(c_ptrs, c, mask=(rows < M) & (cols < N))
 # --8<-- [end:bmm-kernel]
 
 
@@ -100,68 +103,94 @@ def _check_tensor(name: str, t, ndim: int) -> None:
     if t.dim() != ndim:
         raise ValueError(f"{name} must be {ndim}-D, got shape {tuple(t.shape)}")
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+
+
+def _check_pow2(name: str, v, lo: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or v & (v - 1):
+        raise ValueError(f"{name} must be a power of two >= {lo}, got {v!r}")
+
+
+@functools.lru_cache
+def _capability(index: int) -> tuple[int, int]:
+    return torch.cuda.get_device_capability(index)  # once per device, not per call
 
 
 def _largest_offset(t: torch.Tensor, dims) -> int:
-    """The largest element offset the kernel computes in int32 arithmetic, along `dims`."""
+    """The largest element offset the kernel computes in int32 arithmetic, on `dims`."""
     return sum((t.shape[d] - 1) * t.stride(d) for d in dims if t.shape[d] > 0)
+
+
+def _check_bmm(a, b, input_precision, num_stages, num_ctas) -> None:
+    _check_tensor("a", a, 3)
+    _check_tensor("b", b, 3)
+    if b.dtype != a.dtype:
+        raise TypeError("a and b must have the same dtype, "
+                        f"got {a.dtype} and {b.dtype}")
+    if b.device != a.device:
+        raise ValueError("a and b must be on the same device, "
+                         f"got {a.device} and {b.device}")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise ValueError("a (batch, M, K) and b (batch, K, N) do not match: got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    if input_precision not in PRECISIONS:
+        raise ValueError(f"input_precision must be one of {PRECISIONS}, "
+                         f"got {input_precision!r}")
+    is_int = isinstance(num_stages, int) and not isinstance(num_stages, bool)
+    if num_stages is not None and not (is_int and 1 <= num_stages <= 6):
+        raise ValueError("num_stages must be None or an int from 1 to 6, "
+                         f"got {num_stages!r}")
+    if num_ctas not in (1, 2) or isinstance(num_ctas, bool):
+        raise ValueError(f"num_ctas must be 1 or 2, got {num_ctas!r}")
+    if num_ctas > 1 and a.is_cuda and _capability(a.device.index) < (9, 0):
+        sm = "".join(map(str, _capability(a.device.index)))
+        raise ValueError(f"num_ctas={num_ctas} needs an sm_90 (Hopper) GPU or newer; "
+                         f"this one is sm_{sm}")
+    for name, t in (("a", a), ("b", b)):
+        if _largest_offset(t, (1, 2)) > INT32_MAX:
+            raise ValueError(f"{name} has offsets past 2**31 - 1 inside one matrix: "
+                             "this kernel computes them in int32")
+    M, N, K = a.shape[1], b.shape[2], a.shape[2]
+    if M * N - 1 > INT32_MAX:  # the output is contiguous: its last offset is M * N - 1
+        raise ValueError(f"the output has {M * N} elements per matrix, "
+                         "more than 2**31 - 1: int32 offsets")
+    if K > 2**31 - 32:  # the K loop's counter is int32: k0 + BLOCK_K must not wrap
+        raise ValueError(f"a has K = {K} columns, more than 2**31 - 32: "
+                         "the K loop counts in int32")
 
 
 def _pow2_block(n: int, lo: int, hi: int) -> int:
     return min(hi, max(lo, triton.next_power_of_2(n)))
 
 
-def bmm_config(M: int, N: int, K: int, dtype: torch.dtype, input_precision: str) -> dict:
+def bmm_config(M: int, N: int, K: int, dtype: torch.dtype,
+               input_precision: str) -> dict:
     """Tile shape, warps and pipelining depth: a rule read off a sweep on the H200,
     not a runtime search."""
-    fma = dtype == torch.float32 and input_precision == "ieee"  # plain fp32 runs on the FMA units, not tensor cores
-    return {
-        "BLOCK_M": _pow2_block(M, 16, 64 if fma else 128),  # tl.dot needs K >= 16; M and N >= 16 by choice
+    fma = dtype == torch.float32 and input_precision == "ieee"  # on the FMA units
+    return {  # tl.dot needs K >= 16; M and N >= 16 by choice
+        "BLOCK_M": _pow2_block(M, 16, 64 if fma else 128),
         "BLOCK_N": _pow2_block(N, 16, 64),
         "BLOCK_K": _pow2_block(K, 16, 32),
         "num_warps": 4,
-        "NUM_STAGES": 3 if fma else (1 if K <= 128 else 2),  # a K loop of 4 steps or fewer gains nothing
+        "NUM_STAGES": 3 if fma else (1 if K <= 128 else 2),  # 1 for <= 4 K steps
     }
 
 
-def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_stages: int | None = None,
-        num_ctas: int = 1) -> torch.Tensor:
+def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee",
+        num_stages: int | None = None, num_ctas: int = 1) -> torch.Tensor:
     """a @ b for a of shape (batch, M, K) and b of shape (batch, K, N), any strides.
 
-    fp32 accumulation, the input dtype out. `input_precision` only matters for fp32 inputs:
-    "ieee" is full fp32 (as torch's default), "tf32" rounds the inputs to 10 mantissa bits
-    on tensor cores, "tf32x3" splits each input in two tf32 parts to get most of fp32 back.
-    `num_stages` overrides the pipelining depth of the K loop that `bmm_config` picks.
-    `num_ctas=2` runs each program as a cluster of two thread blocks (Hopper and newer).
+    fp32 accumulation, the input dtype out. `input_precision` only matters for fp32
+    inputs: "ieee" is full fp32 (as torch's default), "tf32" rounds the inputs to 10
+    mantissa bits on tensor cores, "tf32x3" splits each input in two tf32 parts to get
+    most of fp32 back. `num_stages` overrides the pipelining depth of the K loop that
+    `bmm_config` picks. `num_ctas=2` runs each program as a cluster of two thread
+    blocks (Hopper and newer).
     """
-    _check_tensor("a", a, 3)
-    _check_tensor("b", b, 3)
-    if b.dtype != a.dtype:
-        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
-    if b.device != a.device:
-        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
-    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        raise ValueError(f"a (batch, M, K) and b (batch, K, N) do not match: got shapes {tuple(a.shape)} "
-                         f"and {tuple(b.shape)}")
-    if input_precision not in PRECISIONS:
-        raise ValueError(f"input_precision must be one of {PRECISIONS}, got {input_precision!r}")
-    if num_stages is not None and (isinstance(num_stages, bool) or not isinstance(num_stages, int)
-                                   or not 1 <= num_stages <= 6):
-        raise ValueError(f"num_stages must be None or an int from 1 to 6, got {num_stages!r}")
-    if num_ctas not in (1, 2) or isinstance(num_ctas, bool):
-        raise ValueError(f"num_ctas must be 1 or 2, got {num_ctas!r}")
-    if num_ctas > 1 and a.is_cuda and torch.cuda.get_device_capability(a.device) < (9, 0):
-        raise ValueError(f"num_ctas={num_ctas} needs an sm_90 (Hopper) GPU or newer; this one is sm_"
-                         + "".join(map(str, torch.cuda.get_device_capability(a.device))))
+    _check_bmm(a, b, input_precision, num_stages, num_ctas)
     (batch, M, K), N = a.shape, b.shape[2]
-    for name, t in (("a", a), ("b", b)):
-        if _largest_offset(t, (1, 2)) > INT32_MAX:
-            raise ValueError(f"{name} has offsets past 2**31 - 1 inside one matrix: this kernel computes them in int32")
-    if M * N - 1 > INT32_MAX:  # the output is contiguous: its last offset in a matrix is M * N - 1
-        raise ValueError(f"the output has {M * N} elements per matrix, more than 2**31 - 1: int32 offsets")
-    if K > 2**31 - 32:  # the K loop's counter is int32: k0 + BLOCK_K must not wrap
-        raise ValueError(f"a has K = {K} columns, more than 2**31 - 32: the K loop counts in int32")
     c = torch.empty(batch, M, N, device=a.device, dtype=a.dtype)
     if c.numel() == 0:
         return c
@@ -172,10 +201,10 @@ def bmm(a: torch.Tensor, b: torch.Tensor, *, input_precision: str = "ieee", num_
         config["NUM_STAGES"] = num_stages
     grid = (batch, triton.cdiv(M, config["BLOCK_M"]), triton.cdiv(N, config["BLOCK_N"]))
     if max(grid[1:]) > MAX_GRID_YZ:
-        raise ValueError(f"M={M} and N={N} need a grid of {grid[1:]} tiles, but grid axes 1 and 2 hold at most "
-                         f"{MAX_GRID_YZ}")
-    bmm_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), PRECISION=input_precision,
-                     num_ctas=num_ctas, **config)
+        raise ValueError(f"M={M} and N={N} need a grid of {grid[1:]} tiles, but grid "
+                         f"axes 1 and 2 hold at most {MAX_GRID_YZ}")
+    bmm_kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(),
+                     PRECISION=input_precision, num_ctas=num_ctas, **config)
     return c
 
 
@@ -199,9 +228,10 @@ def check_two_ctas(device=DEVICE) -> None:
 # ## Dtypes: what an operation on two blocks returns
 #
 # Triton promotes like C more than like torch in one place: int32 with uint32 gives
-# uint32 (torch refuses to mix them, NumPy gives int64). A Python number takes the block's type where it can, so
-# `int8_block * 2` is still int8 and wraps on overflow. Each rule below is checked by
-# `tl.static_assert` when the kernel compiles: a wrong rule fails the launch.
+# uint32 (torch refuses to mix them, NumPy gives int64). A Python number takes the
+# block's type where it can, so `int8_block * 2` is still int8 and wraps on overflow.
+# Each rule below is checked by `tl.static_assert` when the kernel compiles: a wrong
+# rule fails the launch.
 
 
 # %%
@@ -215,18 +245,19 @@ def promotion_rules_kernel(f16_ptr, f32_ptr, i8_ptr, i32_ptr, u32_ptr, i64_ptr):
     tl.static_assert((f16 + f32).dtype == tl.float32)  # the wider float
     tl.static_assert((i32 + f16).dtype == tl.float16)  # int with float: the float
     tl.static_assert((i32 + i64).dtype == tl.int64)  # the wider int
-    tl.static_assert((i32 + u32).dtype == tl.uint32)  # same width, signed with unsigned: unsigned
-    tl.static_assert((f16 + 1.5).dtype == tl.float16)  # a Python float takes the block's float type
-    tl.static_assert((i32 + 1.5).dtype == tl.float32)  # ... and an int block becomes fp32
-    tl.static_assert((i8 * 2).dtype == tl.int8)  # a Python int keeps int8: 100 * 2 wraps
-    tl.static_assert(f16.to(tl.float32).dtype == tl.float32)  # .to() converts explicitly
+    tl.static_assert((i32 + u32).dtype == tl.uint32)  # signed with unsigned: unsigned
+    tl.static_assert((f16 + 1.5).dtype == tl.float16)  # a Python float: the block's
+    tl.static_assert((i32 + 1.5).dtype == tl.float32)  # ... an int block becomes fp32
+    tl.static_assert((i8 * 2).dtype == tl.int8)  # keeps int8: 100 * 2 wraps
+    tl.static_assert(f16.to(tl.float32).dtype == tl.float32)  # .to() converts
 
 
 def check_promotion_rules(device=None) -> None:
-    """Compile (and run) the kernel above: each tl.static_assert is checked while compiling."""
+    """Compile (and run) the kernel above: each tl.static_assert is checked then."""
     device = DEVICE if device is None else device
-    bufs = [torch.zeros(16, device=device, dtype=d)
-            for d in (torch.float16, torch.float32, torch.int8, torch.int32, torch.uint32, torch.int64)]
+    dtypes = (torch.float16, torch.float32, torch.int8, torch.int32, torch.uint32,
+              torch.int64)
+    bufs = [torch.zeros(16, device=device, dtype=d) for d in dtypes]
     promotion_rules_kernel[(1,)](*bufs)
 # --8<-- [end:promotion]
 
@@ -254,7 +285,7 @@ def polyval_kernel(
     offs = tl.program_id(axis=0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0.0)
-    y = tl.full((BLOCK,), tl.load(coef_ptr), dtype=tl.float32)  # c[0]: no 0 * x (0 * inf is NaN)
+    y = tl.full((BLOCK,), tl.load(coef_ptr), dtype=tl.float32)  # c[0]: 0 * inf is NaN
     for i in tl.static_range(1, DEGREE + 1):  # (1)!
         c = tl.load(coef_ptr + i)  # a scalar: one value for the whole block
         y = y * x + c  # (2)!
@@ -265,33 +296,39 @@ def polyval_kernel(
 
 # %%
 # --8<-- [start:polyval-launcher]
-MAX_DEGREE = 16  # every degree is a separate compiled kernel, unrolled: keep them few and short
+MAX_DEGREE = 16  # each degree is a separate compiled kernel, unrolled: keep them few
 
 
-def polyval(x: torch.Tensor, coeffs: torch.Tensor, *, block_size: int = 1024) -> torch.Tensor:
-    """Evaluate the polynomial with `coeffs` (highest power first, as numpy.polyval) at every x.
-
-    Computed in fp32 whatever x's dtype; the result has x's dtype and shape.
-    """
+def _check_polyval(x, coeffs, block_size) -> None:
     _check_tensor("x", x, x.dim() if isinstance(x, torch.Tensor) else 1)
     if not isinstance(coeffs, torch.Tensor):
         raise TypeError(f"coeffs must be a torch.Tensor, got {type(coeffs).__name__}")
     if coeffs.dim() != 1 or not 1 <= coeffs.numel() <= MAX_DEGREE + 1:
-        raise ValueError(f"coeffs must be 1-D with 1 to {MAX_DEGREE + 1} values, got shape {tuple(coeffs.shape)}")
+        raise ValueError(f"coeffs must be 1-D with 1 to {MAX_DEGREE + 1} values, "
+                         f"got shape {tuple(coeffs.shape)}")
     if not coeffs.is_floating_point():
         raise TypeError(f"coeffs must be a float tensor, got {coeffs.dtype}")
     if coeffs.device != x.device:
-        raise ValueError(f"x and coeffs must be on the same device, got {x.device} and {coeffs.device}")
+        raise ValueError("x and coeffs must be on the same device, "
+                         f"got {x.device} and {coeffs.device}")
     if not x.is_contiguous():
         raise ValueError(f"x must be contiguous, got stride {x.stride()}")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 16 or block_size & (
-            block_size - 1):
-        raise ValueError(f"block_size must be a power of two >= 16, got {block_size!r}")
+    _check_pow2("block_size", block_size, 16)
+
+
+def polyval(x: torch.Tensor, coeffs: torch.Tensor, *,
+            block_size: int = 1024) -> torch.Tensor:
+    """The polynomial with `coeffs` (highest power first, as numpy.polyval) at each x.
+
+    Computed in fp32 whatever x's dtype; the result has x's dtype and shape.
+    """
+    _check_polyval(x, coeffs, block_size)
     coef = coeffs.to(torch.float32).contiguous()
     y = torch.empty_like(x)
     n = x.numel()
     if n:
-        polyval_kernel[(triton.cdiv(n, block_size),)](x, coef, y, n, DEGREE=coef.numel() - 1, BLOCK=block_size)
+        grid = (triton.cdiv(n, block_size),)
+        polyval_kernel[grid](x, coef, y, n, DEGREE=coef.numel() - 1, BLOCK=block_size)
     return y
 
 
@@ -335,16 +372,15 @@ def relu_where_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.where(x < 0, 0.0, x), mask=offs < n)  # (2)!
 
 
-def relu(x: torch.Tensor, *, kernel=relu_where_kernel, block_size: int = 1024) -> torch.Tensor:
-    """max(x, 0) by `kernel` (`relu_where_kernel`, or `relu_if_kernel` to see it refused)."""
+def relu(x: torch.Tensor, *, kernel=relu_where_kernel,
+         block_size: int = 1024) -> torch.Tensor:
+    """max(x, 0) by `relu_where_kernel`, or by `relu_if_kernel` to see it refused."""
     _check_tensor("x", x, 1)
     if not x.is_contiguous():
         raise ValueError(f"x must be contiguous, got stride {x.stride()}")
     if kernel not in (relu_where_kernel, relu_if_kernel):
         raise ValueError("kernel must be relu_where_kernel or relu_if_kernel")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 2 or block_size & (
-            block_size - 1):
-        raise ValueError(f"block_size must be a power of two >= 2, got {block_size!r}")
+    _check_pow2("block_size", block_size, 2)
     y = torch.empty_like(x)
     if x.numel():
         kernel[(triton.cdiv(x.numel(), block_size),)](x, y, x.numel(), BLOCK=block_size)
@@ -355,7 +391,7 @@ def relu(x: torch.Tensor, *, kernel=relu_where_kernel, block_size: int = 1024) -
 # %%
 # --8<-- [start:block-condition-demo]
 def show_block_condition(device=DEVICE) -> None:
-    """Run both ReLU kernels on four values and print what each gives (or the compiler's refusal)."""
+    """Both ReLU kernels on four values: what each gives, or the compiler's refusal."""
     x = torch.tensor([-2.0, -0.5, 0.5, 3.0], device=device)
     print("tl.where:", relu(x).tolist())
     try:
@@ -379,7 +415,7 @@ def show_block_condition(device=DEVICE) -> None:
 # --8<-- [start:argmax-kernel]
 @triton.jit
 def argmax_combine(v1, i1, v2, i2):
-    """The pair that wins as torch.argmax decides: larger value, NaN above all, then smaller index."""
+    """The pair torch.argmax picks: larger value, NaN above all, then smaller index."""
     nan1, nan2 = v1 != v1, v2 != v2
     tie = (v1 == v2) | (nan1 & nan2)
     take2 = (nan2 & ~nan1) | ((v2 > v1) & ~nan1) | (tie & (i2 < i1))  # (1)!
@@ -397,11 +433,11 @@ def row_argmax_kernel(
     row = tl.program_id(axis=0).to(tl.int64)
     lanes = tl.arange(0, BLOCK_N)
     best_v = tl.full((BLOCK_N,), float("-inf"), dtype=tl.float32)
-    best_i = tl.full((BLOCK_N,), 2**31 - 1, dtype=tl.int32)  # loses every tie with a real column
+    best_i = tl.full((BLOCK_N,), 2**31 - 1, dtype=tl.int32)  # loses every real tie
     for start in range(0, n_cols, BLOCK_N):  # (2)!
         cols = start + lanes
-        v = tl.load(x_ptr + row * stride_row + cols.to(tl.int64) * stride_col, mask=cols < n_cols,
-                    other=float("-inf")).to(tl.float32)  # (3)!
+        ptrs = x_ptr + row * stride_row + cols.to(tl.int64) * stride_col  # (3)!
+        v = tl.load(ptrs, mask=cols < n_cols, other=float("-inf")).to(tl.float32)
         best_v, best_i = argmax_combine(best_v, best_i, v, cols)
     _, idx = tl.reduce((best_v, best_i), 0, argmax_combine)  # (4)!
     tl.store(out_ptr + row, idx.to(tl.int64))
@@ -415,13 +451,14 @@ def row_argmax(x: torch.Tensor, *, block_n: int = 1024) -> torch.Tensor:
     _check_tensor("x", x, 2)
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one column, got shape {tuple(x.shape)}")
-    if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n < 16 or block_n & (block_n - 1):
-        raise ValueError(f"block_n must be a power of two >= 16, got {block_n!r}")
-    if x.shape[1] > 2**31 - block_n:  # column indices and the loop counter are int32: start + block_n must not wrap
-        raise ValueError(f"x has {x.shape[1]} columns, more than 2**31 - block_n: the column loop counts in int32")
+    _check_pow2("block_n", block_n, 16)
+    if x.shape[1] > 2**31 - block_n:  # int32 columns: start + block_n must not wrap
+        raise ValueError(f"x has {x.shape[1]} columns, more than 2**31 - block_n: "
+                         "the column loop counts in int32")
     out = torch.empty(x.shape[0], device=x.device, dtype=torch.int64)
     if x.shape[0]:
-        row_argmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), x.stride(1), BLOCK_N=block_n)
+        grid = (x.shape[0],)
+        row_argmax_kernel[grid](x, out, x.shape[1], *x.stride(), BLOCK_N=block_n)
     return out
 
 
@@ -446,13 +483,15 @@ def self_check() -> None:
     try:
         for batch, m, n, k in ((1, 1, 1, 1), (3, 17, 33, 65), (2, 130, 70, 19)):
             a = torch.randn(batch, m, k, device=DEVICE)
-            b = torch.randn(batch, n, k, device=DEVICE).transpose(1, 2)  # a transposed view
-            torch.testing.assert_close(bmm(a, b), bmm_torch(a, b), rtol=1e-4, atol=1e-4)
+            b = torch.randn(batch, n, k, device=DEVICE).transpose(1, 2)  # a view
+            ref = bmm_torch(a, b)
+            torch.testing.assert_close(bmm(a, b), ref, rtol=1e-4, atol=1e-4)
     finally:
         torch.set_float32_matmul_precision(previous)
     x = torch.randn(1000, device=DEVICE)
     coeffs = torch.tensor([0.5, -1.0, 2.0, 3.0], device=DEVICE)
-    torch.testing.assert_close(polyval(x, coeffs), polyval_torch(x, coeffs), rtol=1e-6, atol=1e-5)
+    y = polyval(x, coeffs)
+    torch.testing.assert_close(y, polyval_torch(x, coeffs), rtol=1e-6, atol=1e-5)
     x = torch.randn(5, 3000, device=DEVICE)
     x[1, 7] = x[1, 2000] = 100.0  # a tie: the first index wins
     x[2, 1234] = float("nan")  # NaN wins
@@ -460,93 +499,9 @@ def self_check() -> None:
     check_promotion_rules()
     x = torch.randn(1000, device=DEVICE)
     torch.testing.assert_close(relu(x), torch.relu(x), rtol=0, atol=0)
-    print(f"tile_compute: bmm, polyval, row_argmax and relu match torch on {DEVICE.type}; the promotion rules hold")
+    print(f"tile_compute: bmm, polyval, row_argmax and relu match torch on "
+          f"{DEVICE.type}; the promotion rules hold")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# A batch of S x S fp32 matrices, `2**31 / S**3` of them, so that every point does the same
-# 4.3 GFLOP: the three input precisions; tf32 with one and with three stages instead of
-# `bmm_config`'s choice (one up to K = 128, two above); tf32 with B stored K-contiguous
-# (a transposed view of the same values); tf32 with `num_ctas=2`; against cuBLAS (`torch.bmm`) with tf32 off and
-# on, and static `torch.compile` of the fp32 `torch.bmm`.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "tile_compute_bmm_fp32",
-        "title": "Batched matmul, fp32, 2^31 / S^3 matrices of S x S",
-        "x_name": "S",
-        "x_vals": [32, 64, 128, 256, 512],
-        "tiny_x_vals": [16, 20],
-        "providers": ["triton-ieee", "triton-tf32", "triton-tf32x3", "triton-tf32-1stage", "triton-tf32-3stages",
-                      "triton-tf32-kmajor", "triton-tf32-2ctas", "torch", "torch-tf32", "torch.compile"],
-        "metric": "TFLOP/s",
-        "ceiling": None,
-        "cudagraph": True,
-        "args": {},
-    },
-]
-
-
-def _with_tf32(fn):
-    """Call fn with cuBLAS allowed to use tf32 for fp32 matmuls, and put the setting back."""
-    def call():
-        previous = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision("high")  # "high": tf32 allowed
-        try:
-            return fn()
-        finally:
-            torch.set_float32_matmul_precision(previous)
-    return call
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    batch = max(1, 2**31 // x**3)
-    if torch.device(device).type != "cuda":
-        batch = 2  # the interpreter only checks the code path: keep it quick
-    a = torch.randn(batch, x, x, device=device)
-    b = torch.randn(batch, x, x, device=device) / x**0.5
-    b_kmajor = b.transpose(1, 2).contiguous().transpose(1, 2)  # the same matrix, K the contiguous dimension
-    fns = {
-        "triton-ieee": lambda: bmm(a, b, input_precision="ieee"),
-        "triton-tf32": lambda: bmm(a, b, input_precision="tf32"),
-        "triton-tf32x3": lambda: bmm(a, b, input_precision="tf32x3"),
-        "triton-tf32-1stage": lambda: bmm(a, b, input_precision="tf32", num_stages=1),
-        "triton-tf32-3stages": lambda: bmm(a, b, input_precision="tf32", num_stages=3),
-        "triton-tf32-kmajor": lambda: bmm(a, b_kmajor, input_precision="tf32"),
-        "triton-tf32-2ctas": lambda: bmm(a, b, input_precision="tf32", num_ctas=2),
-        "torch": lambda: bmm_torch(a, b),
-        "torch-tf32": _with_tf32(lambda: bmm_torch(a, b)),
-    }
-    tf32 = "tf32" in provider and "tf32x3" not in provider
-    tol = 1e-2 if tf32 else 1e-4  # tf32 keeps 10 mantissa bits of each input
-    return {
-        **(_compiled_peer(bmm_torch, a, b) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: bmm_torch(a.double(), b.double()).float(),
-        "work": 2.0 * batch * x**3,  # flops: one multiply and one add per (batch, m, n, k)
-        "rtol": tol,
-        "atol": tol,
-    }
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -10,7 +10,7 @@
 # * what `triton.testing.do_bench` and `do_bench_cudagraph` measure (and that only the
 #   first flushes the L2 cache between repetitions);
 # * GB/s, TFLOP/s, arithmetic intensity and the roofline as small, tested functions;
-# * `measure_rows`, which `scripts/bench.py` runs on the GPU to record every clock's answer.
+# * `time_every_clock`: every clock's answer, at three sizes, on the GPU.
 #
 # Run it with `python examples/timing_methods.py` (on a CPU only the formulas and the
 # kernel are checked: there is no GPU to time).
@@ -18,13 +18,12 @@
 # %%
 # --8<-- [start:setup]
 import os
-import statistics
 import time
 
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -58,29 +57,39 @@ def saxpy_kernel(
     tl.store(z_ptr + offsets, a * x + y, mask=mask)
 
 
-def saxpy(a: float, x: torch.Tensor, y: torch.Tensor, block_size: int = 1024) -> torch.Tensor:
-    """a * x + y for contiguous 1-D float32 tensors."""
+def _check_saxpy(a, x, y, block_size) -> None:
     for name, t in (("x", x), ("y", y)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype != torch.float32:
             raise TypeError(f"{name} must be float32, got {t.dtype}")
         if t.dim() != 1 or not t.is_contiguous():
-            raise ValueError(f"{name} must be 1-D and contiguous, got shape {tuple(t.shape)}, stride {t.stride()}")
+            raise ValueError(f"{name} must be 1-D and contiguous, got shape "
+                             f"{tuple(t.shape)}, stride {t.stride()}")
     if x.shape != y.shape or x.device != y.device:
-        raise ValueError(f"x and y must match in shape and device, got {tuple(x.shape)} on {x.device} "
-                         f"and {tuple(y.shape)} on {y.device}")
+        raise ValueError(f"x and y must match in shape and device, got {tuple(x.shape)}"
+                         f" on {x.device} and {tuple(y.shape)} on {y.device}")
     if not isinstance(a, (int, float)):
         raise TypeError(f"a must be a Python number, got {type(a).__name__}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
     if block_size <= 0 or block_size & (block_size - 1):
-        raise ValueError(f"block_size must be a positive power of two, got {block_size}")
+        raise ValueError("block_size must be a positive power of two, "
+                         f"got {block_size}")
     if x.numel() > 2**31 - 1:  # program_id(0) * BLOCK_SIZE is int32 arithmetic
-        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: saxpy_kernel computes int32 offsets")
+        raise ValueError(f"x has {x.numel()} elements, more than 2**31 - 1: "
+                         "saxpy_kernel computes int32 offsets")
+
+
+def saxpy(a: float, x: torch.Tensor, y: torch.Tensor,
+          block_size: int = 1024) -> torch.Tensor:
+    """a * x + y for contiguous 1-D float32 tensors."""
+    _check_saxpy(a, x, y, block_size)
     z = torch.empty_like(x)
     n = x.numel()
-    saxpy_kernel[(triton.cdiv(n, block_size),)](x, y, z, float(a), n, BLOCK_SIZE=block_size)
+    grid = (triton.cdiv(n, block_size),)
+    saxpy_kernel[grid](x, y, z, float(a), n, BLOCK_SIZE=block_size)
     return z
 
 
@@ -125,7 +134,7 @@ def roofline_tflops(intensity: float, peak_tflops: float, peak_gbps: float) -> f
 
 
 def saxpy_work(n: int) -> tuple[float, float]:
-    """(flops, bytes) of one saxpy over n fp32 elements: 2 flops, 12 bytes per element."""
+    """(flops, bytes) of one saxpy over n fp32 elements: 2 flops, 12 bytes each."""
     return 2.0 * n, 12.0 * n
 # --8<-- [end:formulas]
 
@@ -145,7 +154,7 @@ def _sync():
 
 
 def time_perf_counter_no_sync(fn, reps=100):
-    """Wrong: perf_counter around a launch. The launch returns as soon as it is queued."""
+    """Wrong: perf_counter around a launch, which returns as soon as it is queued."""
     times = []
     for _ in range(reps):
         _sync()  # start from an idle GPU so the queue never fills up
@@ -157,7 +166,7 @@ def time_perf_counter_no_sync(fn, reps=100):
 
 
 def time_perf_counter_sync(fn, reps=100):
-    """Closer: wait for the GPU before reading the clock. Adds launch and sync latency."""
+    """Closer: wait for the GPU, then read the clock. Adds launch and sync latency."""
     times = []
     for _ in range(reps):
         _sync()
@@ -175,7 +184,8 @@ def time_perf_counter_sync(fn, reps=100):
 def time_cuda_events(fn, reps=100):
     """CUDA events recorded on the stream around each launch; the L2 stays warm."""
     fn()
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(2 * reps)]
+    pairs = list(zip(events[::2], events[1::2], strict=True))
     for start, end in pairs:
         start.record()
         fn()
@@ -185,7 +195,7 @@ def time_cuda_events(fn, reps=100):
 
 
 def time_do_bench(fn):
-    """Triton's do_bench: 25 ms of warm-up, 100 ms of repetitions, L2 flushed before each."""
+    """Triton's do_bench: 25 ms of warm-up, 100 ms of runs, L2 flushed before each."""
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="all")
 
 
@@ -199,10 +209,10 @@ def _flush_l2(buffer):
 
 
 def time_profiler(fn, reps=50, flush=False, kernel_name="saxpy_kernel"):
-    """The truth: the kernel's own duration on the GPU, as the CUDA profiler records it."""
+    """The truth: the kernel's own duration on the GPU, as the CUDA profiler saw it."""
     from torch.profiler import ProfilerActivity, profile
 
-    buffer = torch.empty(64 * 2**20, dtype=torch.float32, device="cuda") if flush else None
+    buffer = torch.empty(2**26, dtype=torch.float32, device="cuda") if flush else None
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -211,8 +221,9 @@ def time_profiler(fn, reps=50, flush=False, kernel_name="saxpy_kernel"):
                 _flush_l2(buffer)
             fn()
         torch.cuda.synchronize()
+    on_gpu = torch.autograd.DeviceType.CUDA
     times = [e.time_range.elapsed_us() / 1e3 for e in prof.events()
-             if kernel_name in e.name and e.device_type == torch.autograd.DeviceType.CUDA]
+             if kernel_name in e.name and e.device_type == on_gpu]
     if not times:
         raise RuntimeError(f"the profiler recorded no kernel named {kernel_name!r}")
     return times
@@ -222,9 +233,9 @@ def time_profiler(fn, reps=50, flush=False, kernel_name="saxpy_kernel"):
 # %% [markdown]
 # ## Every clock, every size
 #
-# `measure_rows` is what `scripts/bench.py` calls on the GPU: one row per (size, clock),
-# in microseconds. Small sizes show launch cost; a mid size fits in the 60 MB L2 (so the
-# flush matters); the large one streams from HBM.
+# `time_every_clock` times the same launch with every clock that the device has. Small
+# sizes show launch cost; a mid size fits in the 60 MB L2 (so the flush matters); the
+# large one streams from HBM.
 
 
 # %%
@@ -241,22 +252,10 @@ TIMERS = {  # provider name -> (timer, needs CUDA)
 SIZES = {"cuda": [2**12, 2**20, 2**26], "cpu": [1025]}
 
 
-def _quantile(times, q):
-    times = sorted(times)
-    return times[min(len(times) - 1, int(q * len(times)))]
-
-
-CLOCKS = {  # the result file's `timing` column: which clock took each provider's time
-    "perf_counter-no-sync": "host_wall", "perf_counter-sync": "host_wall", "cuda-events": "cuda_events",
-    "do_bench": "do_bench", "do_bench_cudagraph": "cudagraph",
-    "profiler-warm-l2": "profiler", "profiler-flushed-l2": "profiler",
-}
-
-
-def measure_rows(device=None) -> list[dict]:
-    """One row per (size, timer): what that timer says one saxpy launch takes, in µs."""
+def time_every_clock(device=None) -> list[tuple[int, str, list[float]]]:
+    """(n, timer, per-call times in ms) for each size and each timer the device has."""
     device = torch.device(DEVICE if device is None else device)
-    rows = []
+    readings = []
     for n in SIZES[device.type]:
         x = torch.randn(n, device=device)
         y = torch.randn(n, device=device)
@@ -265,15 +264,8 @@ def measure_rows(device=None) -> list[dict]:
         for provider, (timer, needs_cuda) in TIMERS.items():
             if needs_cuda and device.type != "cuda":
                 continue
-            ms = timer(fn)
-            p50 = statistics.median(ms)
-            rows.append({
-                "bench": "timing_methods", "x_name": "n", "x": n, "provider": provider,
-                "timing": CLOCKS[provider], "metric": "us", "value": 1e3 * p50,
-                "ms_p50": p50, "ms_p20": _quantile(ms, 0.2), "ms_p80": _quantile(ms, 0.8),
-                "work": 0, "host_bound": None, "spread": None,  # spread: scripts/bench.py, over its passes
-            })
-    return rows
+            readings.append((n, provider, timer(fn)))
+    return readings
 # --8<-- [end:measure]
 
 
@@ -288,62 +280,13 @@ def self_check(sizes=(1, 17, 1023, 1025, 4097)) -> None:
         x = torch.randn(n, device=DEVICE)
         y = torch.randn(n, device=DEVICE)
         torch.testing.assert_close(saxpy(0.5, x, y), saxpy_torch(0.5, x, y))
-    flops, bytes_moved = saxpy_work(2**20)
-    assert abs(gbps(bytes_moved, 0.01) - 1258.29) < 0.01  # 12 MiB in 10 µs
+    flops, nbytes = saxpy_work(2**20)
+    assert abs(gbps(nbytes, 0.01) - 1258.29) < 0.01  # 12 MiB in 10 µs
     assert ridge_point(600.0, 4000.0) == 150.0  # flop/byte
-    assert roofline_tflops(arithmetic_intensity(flops, bytes_moved), 600.0, 4000.0) < 1.0
-    print(f"timing_methods: saxpy matches torch on {DEVICE.type} for n in {list(sizes)}; "
-          "GB/s, TFLOP/s and roofline formulas checked")
+    assert roofline_tflops(arithmetic_intensity(flops, nbytes), 600.0, 4000.0) < 1.0
+    print(f"timing_methods: saxpy matches torch on {DEVICE.type} for n in "
+          f"{list(sizes)}; GB/s, TFLOP/s and roofline formulas checked")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# The usual GB/s bench, timed both with `do_bench` and with `do_bench_cudagraph`; and the
-# metadata of the `timing_methods` rows that `measure_rows` adds.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "saxpy_fp32",
-        "title": "saxpy z = a*x + y, fp32",
-        "x_name": "n",
-        "x_vals": [2**k for k in range(12, 29, 2)],
-        "tiny_x_vals": [1, 1025],
-        "providers": ["triton", "torch"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "cudagraph": True,
-        "args": {},
-    },
-]
-
-EXTRA_BENCHMARKS = [
-    {
-        "name": "timing_methods",
-        "title": "One saxpy launch, as seven clocks report it",
-        "x_name": "n",
-        "metric": "us",
-        "ceiling": None,
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    a = torch.randn(x, device=device)
-    b = torch.randn(x, device=device)
-    fns = {"triton": lambda: saxpy(2.0, a, b), "torch": lambda: saxpy_torch(2.0, a, b)}
-    return {
-        "fn": fns[provider],
-        "ref": lambda: saxpy_torch(2.0, a.double(), b.double()).float(),
-        "work": saxpy_work(x)[1],  # bytes: read x, read y, write z
-        "rtol": 1e-6,
-        "atol": 1e-6,
-    }
 
 
 # %%

@@ -3,6 +3,9 @@ import pytest
 import torch
 from support import DEVICE, ON_GPU, requires_gpu
 
+from benchmarks.cases import launch_overhead as cases
+from scripts.results import presentation
+
 # On the CPU a "graph" replay is a loop of interpreted launches: keep it short there.
 LAUNCHES = None if ON_GPU else 2
 
@@ -112,18 +115,19 @@ def test_unknown_provider():
 
 
 def test_bench_spec():
-    (spec,) = ex.BENCHMARKS
+    (spec,) = cases.BENCHMARKS
     assert spec["metric"] == "us"
     assert spec["calls_per_fn"] == {"triton-cudagraph": 100}
     assert set(spec["providers"]) == set(ex.PROVIDERS)
     assert max(spec["x_vals"]) <= 2**20  # launch-bound sizes only
+    assert "launch_overhead_gpu" in presentation()  # the rows measure_rows adds
 
 
 @pytest.mark.parametrize("provider", ex.PROVIDERS)
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     x = spec["tiny_x_vals"][0]
-    case = ex.bench_case(spec["name"], provider, x)
+    case = cases.bench_case(spec["name"], provider, x)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
     assert case["work"] > 0
 
@@ -136,14 +140,14 @@ def test_self_check_runs(capsys):
 def test_measure_rows_on_cpu_is_empty():
     if ON_GPU:
         pytest.skip("on a GPU measure_rows times every point (see test_measure_rows_on_gpu)")
-    assert ex.measure_rows("cpu") == []
+    assert cases.measure_rows("cpu") == []
 
 
 # Which launcher is faster, and whether a small launch is host-bound, are benchmark results
 # (benchmarks/results/h200/launch_overhead.csv), not test assertions: timings vary by run.
 @requires_gpu
 def test_measure_rows_on_gpu():
-    rows = ex.measure_rows(DEVICE)
-    assert len(rows) == len(ex.BENCHMARKS[0]["x_vals"]) * len(ex.PROVIDERS)
-    assert {r["bench"] for r in rows} == {ex.EXTRA_BENCHMARKS[0]["name"]}
+    rows = cases.measure_rows(DEVICE)
+    assert len(rows) == len(cases.BENCHMARKS[0]["x_vals"]) * len(ex.PROVIDERS)
+    assert {r["bench"] for r in rows} == {"launch_overhead_gpu"}
     assert all(r["value"] > 0 and r["metric"] == "us" for r in rows)

@@ -5,6 +5,8 @@ import triton
 import triton.language as tl
 from support import DEVICE, ON_GPU, first_calls_on_a_busy_stream, requires_gpu, timer_call_order, tolerances
 
+from benchmarks.cases import linear_gelu as cases
+
 # (M, N, K). The first ones keep A's and W's rows 16-byte aligned (descriptor kernel; N odd
 # makes W a view of a buffer with padded rows); the rest have odd K or N and take the
 # pointer kernel.
@@ -220,8 +222,8 @@ def test_every_element_written(persistent, subtile, w_kmajor):
     meta = {**cfg.kwargs, "PERSISTENT": persistent, "EPILOGUE_SUBTILE": subtile, "W_KMAJOR": w_kmajor,
             "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
-    grid = ex._grid(M, N)(meta)
-    assert grid[0] == (min(tiles, ex._num_sms()) if persistent else tiles)
+    grid = ex._grid(M, N, a.device.index)(meta)
+    assert grid[0] == (min(tiles, ex._num_sms(a.device.index)) if persistent else tiles)
     if not ON_GPU:
         assert (grid[0] < tiles) == persistent  # 4 x 3 = 12 tiles, 4 programs in the interpreter
     if ON_GPU:
@@ -331,11 +333,11 @@ def test_configs_by_device():
 
 
 def test_bench_cases_are_consistent():
-    for spec in ex.BENCHMARKS:
+    for spec in cases.BENCHMARKS:
         assert spec["providers"] == ["torch", "torch.compile", "triton"]
         for x in spec["tiny_x_vals"]:
             for provider in ("torch", "triton"):  # torch.compile on the CPU builds C++: too slow here
-                case = ex.bench_case(spec["name"], provider, x, **spec["args"])
+                case = cases.bench_case(spec["name"], provider, x, **spec["args"])
                 torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
                 M, N, K = (int(v) for v in x.split("x"))
                 assert case["work"] == 2.0 * M * N * K
@@ -355,7 +357,7 @@ def test_gpu_every_descriptor_config_is_correct(dtype):
         for w, kmajor in ((w_t.contiguous(), False), (w_t, True)):
             for cfg in ex.linear_gelu_configs(dtype):
                 c = torch.full((M, N), float("nan"), device=DEVICE, dtype=dtype)
-                ex.linear_gelu_kernel[ex._grid(M, N)(cfg.kwargs)](
+                ex.linear_gelu_kernel[ex._grid(M, N, a.device.index)(cfg.kwargs)](
                     a, w, bias, c, M, N, K, a.stride(0), w.stride(0), w.stride(1), bias.stride(0), c.stride(0),
                     W_KMAJOR=kmajor, **cfg.all_kwargs())
                 try:
@@ -384,7 +386,7 @@ def test_gpu_first_calls_while_the_stream_is_busy(dtype):
 def test_gpu_bf16_bench_case():
     # the bf16 bench has no tiny points (bf16 is wrong in the interpreter): its case is checked here
     for provider in ("torch", "triton"):
-        case = ex.bench_case("linear_gelu_bf16", provider, "127x136x40")
+        case = cases.bench_case("linear_gelu_bf16", provider, "127x136x40")
         out = case["fn"]()
         assert out.dtype == torch.bfloat16
         torch.testing.assert_close(out, case["ref"](), rtol=case["rtol"], atol=case["atol"])
@@ -469,7 +471,7 @@ def test_gpu_descriptor_kernel_in_another_thread():
 
 @requires_gpu
 def test_gpu_torch_compile_peer_agrees():
-    case = ex.bench_case("linear_gelu_fp16", "torch.compile", "512x256x128")
+    case = cases.bench_case("linear_gelu_fp16", "torch.compile", "512x256x128")
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 

@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, tolerances
 
+from benchmarks.cases import masks as cases
+
 
 def x_(*shape, dtype=torch.float32):
     return torch.randn(*shape, device=DEVICE, dtype=dtype)
@@ -230,9 +232,9 @@ def test_bias_relu_mixed_devices():
 
 @pytest.mark.parametrize("provider", ["triton", "torch"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x, M=33)
+        case = cases.bench_case(spec["name"], provider, x, M=33)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         assert case["work"] == (2 * 33 * x + x) * 4
 

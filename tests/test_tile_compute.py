@@ -6,6 +6,8 @@ from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, toler
 from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.errors import InterpreterError
 
+from benchmarks.cases import tile_compute as cases
+
 NAN, INF = float("nan"), float("inf")
 
 
@@ -180,7 +182,7 @@ def test_bmm_two_ctas_per_program(precision, dtype):
 
 @requires_gpu
 def test_bmm_refuses_two_ctas_before_hopper(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(ex, "_capability", lambda index: (8, 0))  # bmm caches the real one
     with pytest.raises(ValueError, match="num_ctas=2 needs an sm_90 .Hopper. GPU or newer; this one is sm_80"):
         ex.bmm(rand(1, 16, 16), rand(1, 16, 16), num_ctas=2)
 
@@ -424,9 +426,9 @@ def test_self_check_leaves_the_matmul_precision_as_it_was():
     assert torch.get_float32_matmul_precision() == before
 
 
-@pytest.mark.parametrize("provider", [p for p in ex.BENCHMARKS[0]["providers"] if p != "torch.compile"])
+@pytest.mark.parametrize("provider", [p for p in cases.BENCHMARKS[0]["providers"] if p != "torch.compile"])
 def test_bench_case(provider):  # the torch.compile peer: tests/test_results_pipeline.py
-    case = ex.bench_case("tile_compute_bmm_fp32", provider, 16)
+    case = cases.bench_case("tile_compute_bmm_fp32", provider, 16)
     out = case["fn"]()
     torch.testing.assert_close(out, case["ref"](), rtol=case["rtol"], atol=case["atol"])
     assert case["work"] == 2.0 * (2 if not ON_GPU else 2**31 // 16**3) * 16**3

@@ -5,7 +5,8 @@ import timing_methods as ex
 import torch
 from support import DEVICE, ODD_SIZES, requires_gpu
 
-from scripts.results import COLUMNS  # noqa: E402
+from benchmarks.cases import timing_methods as cases
+from scripts.results import COLUMNS, presentation
 
 
 @pytest.mark.parametrize("n", ODD_SIZES)
@@ -94,24 +95,23 @@ def test_measure_rows_format(monkeypatch):
 
     monkeypatch.setattr(ex, "TIMERS", {"perf_counter-sync": (fake_timer, False), "cuda-events": (fake_timer, True)})
     monkeypatch.setattr(ex, "SIZES", {"cpu": [17, 33], "cuda": [17, 33]})
-    rows = ex.measure_rows(DEVICE)
+    rows = cases.measure_rows(DEVICE)
     expected = ["perf_counter-sync"] + (["cuda-events"] if DEVICE.type == "cuda" else [])
     assert [r["provider"] for r in rows] == expected * 2
     assert calls == [n for n in (17, 33) for _ in expected]
     for row in rows:
         assert set(row) == set(COLUMNS) - {"example"}
-        assert row["bench"] == ex.EXTRA_BENCHMARKS[0]["name"]
+        assert row["bench"] == "timing_methods"
         assert (row["x_name"], row["metric"], row["work"]) == ("n", "us", 0)
         assert row["timing"] == {"perf_counter-sync": "host_wall", "cuda-events": "cuda_events"}[row["provider"]]
         assert row["ms_p50"] == 3.0 and row["value"] == 3000.0
         assert row["ms_p20"] <= row["ms_p50"] <= row["ms_p80"]
 
 
-def test_extra_benchmarks_spec():
-    (spec,) = ex.EXTRA_BENCHMARKS
-    assert set(spec) == {"name", "title", "x_name", "metric", "ceiling"}
-    assert spec["metric"] == "us" and spec["ceiling"] is None
-    assert {b["name"] for b in ex.BENCHMARKS}.isdisjoint({spec["name"]})
+def test_measure_rows_bench_is_presented():
+    shown = presentation()
+    assert "timing_methods" in shown and shown["timing_methods"].get("ceiling") is None
+    assert {b["name"] for b in cases.BENCHMARKS}.isdisjoint({"timing_methods"})
 
 
 def test_cpu_timers_return_positive_times():
@@ -123,8 +123,8 @@ def test_cpu_timers_return_positive_times():
 
 
 def test_bench_case_tiny():
-    for provider in ex.BENCHMARKS[0]["providers"]:
-        case = ex.bench_case("saxpy_fp32", provider, 1025)
+    for provider in cases.BENCHMARKS[0]["providers"]:
+        case = cases.bench_case("saxpy_fp32", provider, 1025)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         assert case["work"] == 12 * 1025
 
@@ -139,11 +139,11 @@ def test_gpu_measure_rows_format():
     # Every clock at every size, in the result files' columns and units. No relation
     # between the clocks is asserted: timings vary from run to run, and what they say is a
     # benchmark result (benchmarks/results/h200/timing_methods.csv), quoted on the page.
-    rows = ex.measure_rows(DEVICE)
+    rows = cases.measure_rows(DEVICE)
     assert [(r["x"], r["provider"]) for r in rows] == [(n, p) for n in ex.SIZES["cuda"] for p in ex.TIMERS]
     for row in rows:
         assert set(row) == set(COLUMNS) - {"example"}
-        assert row["bench"] == ex.EXTRA_BENCHMARKS[0]["name"]
+        assert row["bench"] == "timing_methods"
         assert (row["x_name"], row["metric"], row["work"]) == ("n", "us", 0)
         assert isinstance(row["timing"], str) and row["timing"]  # which clock: a label, never a number
         assert all(isinstance(row[k], float) and math.isfinite(row[k]) and row[k] > 0
@@ -154,5 +154,5 @@ def test_gpu_measure_rows_format():
 
 def test_every_timer_names_its_clock():
     # A row's `timing` column says which clock took it: host wall clock rows are not do_bench rows.
-    assert set(ex.CLOCKS) == set(ex.TIMERS)
-    assert {ex.CLOCKS[p] for p in ("perf_counter-no-sync", "perf_counter-sync")} == {"host_wall"}
+    assert set(cases.CLOCKS) == set(ex.TIMERS)
+    assert {cases.CLOCKS[p] for p in ("perf_counter-no-sync", "perf_counter-sync")} == {"host_wall"}
