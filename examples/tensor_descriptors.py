@@ -100,11 +100,11 @@ def _check_inputs(x: torch.Tensor, block_m: int, block_n: int) -> None:
     if x.stride(1) != 1:
         raise ValueError(f"x must have stride 1 in its last dimension, "
                          f"got stride {x.stride()}")
-    if (x.stride(0) * size) % 16 or x.data_ptr() % 16:  # (1)!
+    if (x.stride(0) * size) % 16 or x.data_ptr() % 16:  # (2)!
         raise ValueError(f"x's row stride ({x.stride(0)} elements) and start must be "
                          "multiples of 16 bytes, as tensor descriptors require")
     M, N = x.shape
-    if M > 1 and x.stride(0) < N:  # (2)!
+    if M > 1 and x.stride(0) < N:  # (3)!
         raise ValueError(f"x's rows overlap (row stride {x.stride(0)} < {N} columns, "
                          "as in an expand): tensor descriptors need rows that do not")
     if max(M, N) > INT32_MAX or x.stride(0) * size >= MAX_STRIDE_BYTES:
