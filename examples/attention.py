@@ -26,7 +26,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -45,13 +45,14 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # --8<-- [start:reference]
 import math  # noqa: E402
 
-from torch.library import triton_op, wrap_triton  # noqa: E402  (used from "Making it differentiable" on)
+from torch.library import triton_op, wrap_triton  # noqa: E402  (used further down)
 
 
-def attention_torch(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
+def attention_torch(q, k, v, causal: bool = False,
+                    sm_scale: float | None = None) -> torch.Tensor:
     """The plain torch reference: fp32 maths, result in q's dtype. Differentiable."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if sm_scale is None else sm_scale
-    s = (q.float() @ k.float().transpose(-1, -2)) * scale  # (batch, heads, seq_q, seq_k)
+    s = (q.float() @ k.float().transpose(-1, -2)) * scale  # (B, H, seq_q, seq_k)
     if causal:
         future = torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1)
         s = s.masked_fill(future, float("-inf"))
@@ -73,27 +74,28 @@ def attention_torch(q, k, v, causal: bool = False, sm_scale: float | None = None
 # --8<-- [start:naive-kernels]
 @triton.jit
 def naive_scores_kernel(
-    Q, K, S,  # q, k: (B, H, seq_q | seq_k, D) with unit stride along D; S: contiguous fp32 (B, H, seq_q, seq_k)
+    Q, K, S,  # q, k: (B, H, seq, D), unit stride along D; S: contiguous fp32 scores
     stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
     n_heads, seq_q, seq_k, sm_scale,
-    CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    PRECISION: tl.constexpr,
+    CAUSAL: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
 ):
     pid_m, pid_n, bh = tl.program_id(0), tl.program_id(1), tl.program_id(2).to(tl.int64)
-    sm_scale = tl.cast(sm_scale, tl.float32)  # a Python float: fp32 from Triton's launcher, fp64 from Inductor's
+    sm_scale = tl.cast(sm_scale, tl.float32)  # fp32 from Triton, fp64 under Inductor
     z, h = bh // n_heads, bh % n_heads
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    rows_q, rows_k = offs_m.to(tl.int64), offs_n.to(tl.int64)  # row * stride may pass 2**31
-    q = tl.load(Q + z * stride_qz + h * stride_qh + rows_q[:, None] * stride_qm + offs_d[None, :],
-                mask=(offs_m < seq_q)[:, None], other=0.0)
-    k = tl.load(K + z * stride_kz + h * stride_kh + rows_k[:, None] * stride_kn + offs_d[None, :],
-                mask=(offs_n < seq_k)[:, None], other=0.0)
+    rows_q, rows_k = offs_m.to(tl.int64), offs_n.to(tl.int64)  # rows * strides: int64
+    q = tl.load(Q + z * stride_qz + h * stride_qh + rows_q[:, None] * stride_qm
+                + offs_d[None, :], mask=(offs_m < seq_q)[:, None], other=0.0)
+    k = tl.load(K + z * stride_kz + h * stride_kh + rows_k[:, None] * stride_kn
+                + offs_d[None, :], mask=(offs_n < seq_k)[:, None], other=0.0)
     s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * sm_scale
     if CAUSAL:
         s = tl.where(offs_m[:, None] >= offs_n[None, :], s, float("-inf"))
-    s_ptrs = S + bh * seq_q * seq_k + offs_m[:, None].to(tl.int64) * seq_k + offs_n[None, :]
+    s_ptrs = (S + bh * seq_q * seq_k + offs_m[:, None].to(tl.int64) * seq_k
+              + offs_n[None, :])
     tl.store(s_ptrs, s, mask=(offs_m < seq_q)[:, None] & (offs_n < seq_k)[None, :])
 
 
@@ -104,26 +106,30 @@ def naive_softmax_kernel(S, P, seq_k, BLOCK_N: tl.constexpr):
     cols = tl.arange(0, BLOCK_N)
     m = tl.full([BLOCK_N], float("-inf"), tl.float32)
     l = tl.zeros([BLOCK_N], tl.float32)
-    for start in range(0, seq_k, BLOCK_N):  # pass 1: running max and rescaled sum, per lane
-        s = tl.load(S + row + start + cols, mask=start + cols < seq_k, other=float("-inf"))
+    for start in range(0, seq_k, BLOCK_N):  # pass 1: running max and sum, per lane
+        s = tl.load(S + row + start + cols, mask=start + cols < seq_k,
+                    other=float("-inf"))
         m_new = tl.maximum(m, s)
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # lanes that have seen only -inf
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # lanes with only -inf
         l = l * tl.exp(m - m_safe) + tl.exp(s - m_safe)
         m = m_new
     row_max = tl.max(m, axis=0)
     inv_sum = 1.0 / tl.sum(l * tl.exp(m - row_max), axis=0)
     for start in range(0, seq_k, BLOCK_N):  # pass 2: normalize and write
-        s = tl.load(S + row + start + cols, mask=start + cols < seq_k, other=float("-inf"))
+        s = tl.load(S + row + start + cols, mask=start + cols < seq_k,
+                    other=float("-inf"))
         p = tl.exp(s - row_max) * inv_sum
-        tl.store(P + row + start + cols, p.to(P.dtype.element_ty), mask=start + cols < seq_k)
+        tl.store(P + row + start + cols, p.to(P.dtype.element_ty),
+                 mask=start + cols < seq_k)
 
 
 @triton.jit
 def naive_pv_kernel(
-    P, V, O,  # P: contiguous (B, H, seq_q, seq_k); v: (B, H, seq_k, D); O: contiguous (B, H, seq_q, D)
+    P, V, O,  # P: contiguous (B, H, seq_q, seq_k); V: (B, H, seq_k, D); O: contiguous
     stride_vz, stride_vh, stride_vn,
     n_heads, seq_q, seq_k,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    PRECISION: tl.constexpr,
 ):
     pid_m, bh = tl.program_id(0), tl.program_id(1).to(tl.int64)
     z, h = bh // n_heads, bh % n_heads
@@ -135,18 +141,21 @@ def naive_pv_kernel(
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     for start in range(0, seq_k, BLOCK_N):
         keys = start + offs_n
-        p = tl.load(p_rows + keys[None, :], mask=(offs_m < seq_q)[:, None] & (keys < seq_k)[None, :], other=0.0)
-        v = tl.load(v_base + keys[:, None].to(tl.int64) * stride_vn + offs_d[None, :], mask=(keys < seq_k)[:, None],
-                    other=0.0)
+        p = tl.load(p_rows + keys[None, :],
+                    mask=(offs_m < seq_q)[:, None] & (keys < seq_k)[None, :], other=0.0)
+        v = tl.load(v_base + keys[:, None].to(tl.int64) * stride_vn + offs_d[None, :],
+                    mask=(keys < seq_k)[:, None], other=0.0)
         acc = tl.dot(p, v, acc, input_precision=PRECISION)
-    o_ptrs = O + bh * seq_q * HEAD_DIM + offs_m[:, None].to(tl.int64) * HEAD_DIM + offs_d[None, :]
+    o_ptrs = (O + bh * seq_q * HEAD_DIM + offs_m[:, None].to(tl.int64) * HEAD_DIM
+              + offs_d[None, :])
     tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=(offs_m < seq_q)[:, None])
 # --8<-- [end:naive-kernels]
 
 
 # %%
 # --8<-- [start:naive-launcher]
-def attention_naive(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
+def attention_naive(q, k, v, causal: bool = False,
+                    sm_scale: float | None = None) -> torch.Tensor:
     """Attention as three kernels through HBM: S (fp32), P (input dtype), O."""
     stages = naive_stages(q, k, v, causal, sm_scale)
     for name in ("scores", "softmax", "pv"):
@@ -155,23 +164,25 @@ def attention_naive(q, k, v, causal: bool = False, sm_scale: float | None = None
 
 
 def naive_stages(q, k, v, causal: bool = False, sm_scale: float | None = None) -> dict:
-    """The three launches of `attention_naive` as separate calls, and the buffers they pass on:
-    {"scores", "softmax", "pv": callables, run in that order; "s", "p", "o": their outputs}.
-    The benchmark times each launch alone to measure its traffic."""
+    """The three launches of `attention_naive` as separate calls, and the buffers they
+    pass on: {"scores", "softmax", "pv": callables, run in that order; "s", "p", "o":
+    their outputs}. The benchmark times each launch alone to measure its traffic."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     B, H, M, D = q.shape
     N = k.shape[2]
     if B * H > MAX_GRID_YZ:  # kernels 1 and 3 put every (batch, head) on one grid axis
-        raise ValueError(f"q has batch x heads = {B * H}: the naive kernels take at most {MAX_GRID_YZ} "
-                         "(one grid axis); use attention()")
+        raise ValueError(f"q has batch x heads = {B * H}: the naive kernels take at "
+                         f"most {MAX_GRID_YZ} (one grid axis); use attention()")
     if B * H * M > INT32_MAX:  # kernel 2: one program per row of S
-        raise ValueError(f"q has batch x heads x seq_q = {B * H * M} rows of scores: the naive softmax takes "
-                         f"at most {INT32_MAX} (one program per row); use attention()")
+        raise ValueError(f"q has batch x heads x seq_q = {B * H * M} rows of scores: "
+                         f"the naive softmax takes at most {INT32_MAX} (one program "
+                         "per row); use attention()")
     o = torch.empty((B, H, M, D), device=q.device, dtype=q.dtype)
     s = torch.empty((B, H, M, N), device=q.device, dtype=torch.float32)
     p = torch.empty((B, H, M, N), device=q.device, dtype=q.dtype)
     if o.numel() == 0:
-        return {"scores": lambda: None, "softmax": lambda: None, "pv": lambda: None, "s": s, "p": p, "o": o}
+        return {"scores": lambda: None, "softmax": lambda: None, "pv": lambda: None,
+                "s": s, "p": p, "o": o}
     bm, bn = (16, 16) if q.device.type == "cpu" else (64, 64)
     precision = FP32_PRECISION if q.dtype == torch.float32 else "tf32"
     softmax_block = min(4096, triton.next_power_of_2(N))
@@ -182,29 +193,32 @@ def naive_stages(q, k, v, causal: bool = False, sm_scale: float | None = None) -
             CAUSAL=causal, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PRECISION=precision)
 
     def softmax():
-        naive_softmax_kernel[(B * H * M,)](s, p, N, BLOCK_N=softmax_block, num_warps=8 if softmax_block >= 2048 else 4)
+        naive_softmax_kernel[(B * H * M,)](s, p, N, BLOCK_N=softmax_block,
+                                           num_warps=8 if softmax_block >= 2048 else 4)
 
     def pv():
         naive_pv_kernel[(triton.cdiv(M, bm), B * H)](
-            p, v, o, *v.stride()[:3], H, M, N, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn, PRECISION=precision)
+            p, v, o, *v.stride()[:3], H, M, N, HEAD_DIM=D, BLOCK_M=bm, BLOCK_N=bn,
+            PRECISION=precision)
 
     return {"scores": scores, "softmax": softmax, "pv": pv, "s": s, "p": p, "o": o}
 
 
 def naive_bytes(batch, heads, seq_q, seq_k, head_dim, dtype=torch.float16) -> dict:
-    """Bytes each naive kernel must move at least (every input read once, every output written once)."""
+    """Bytes each naive kernel must move at least: inputs read, outputs written once."""
     e = torch.empty((), dtype=dtype).element_size()
     rows, scores = batch * heads, batch * heads * seq_q * seq_k
     moved = {
-        "scores": rows * (seq_q + seq_k) * head_dim * e + scores * 4,  # read Q, K; write S in fp32
+        "scores": rows * (seq_q + seq_k) * head_dim * e + scores * 4,  # Q, K; S (fp32)
         "softmax": scores * 4 + scores * e,  # read S; write P
-        "pv": scores * e + rows * seq_k * head_dim * e + rows * seq_q * head_dim * e,  # read P, V; write O
+        "pv": (scores * e + rows * seq_k * head_dim * e  # read P, V; write O
+               + rows * seq_q * head_dim * e),
     }
     return {**moved, "total": sum(moved.values())}
 
 
 def fused_bytes(batch, heads, seq_q, seq_k, head_dim, dtype=torch.float16) -> int:
-    """Bytes the fused forward must move at least: read Q, K, V, write O and the fp32 log-sum-exp."""
+    """Bytes the fused forward must move at least: read Q, K, V; write O, lse (fp32)."""
     e = torch.empty((), dtype=dtype).element_size()
     rows = batch * heads
     return rows * (2 * seq_q + 2 * seq_k) * head_dim * e + rows * seq_q * 4
@@ -234,15 +248,17 @@ LOG2E = 1.4426950408889634  # log2(e): exp(x) = exp2(x * log2(e))
 
 
 @triton.jit
-def _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
-               BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-               PRECISION: tl.constexpr):
+def _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, lo, hi,
+               seq_k, qk_scale, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+               MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
         start = tl.cast(start_n, tl.int64)  # (1)!
-        k_ptrs = k_base + start * stride_kn + offs_n[:, None] * stride_kn + offs_d[None, :]
-        v_ptrs = v_base + start * stride_vn + offs_n[:, None] * stride_vn + offs_d[None, :]
+        k_ptrs = (k_base + start * stride_kn + offs_n[:, None] * stride_kn
+                  + offs_d[None, :])
+        v_ptrs = (v_base + start * stride_vn + offs_n[:, None] * stride_vn
+                  + offs_d[None, :])
         if MASKED:
             key_ok = start_n + offs_n < seq_k
             k = tl.load(k_ptrs, mask=key_ok[:, None], other=0.0)
@@ -250,31 +266,33 @@ def _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, l
         else:
             k = tl.load(k_ptrs)
             v = tl.load(v_ptrs)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # scores in log2 units
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # log2 units
         if MASKED:
             keep = key_ok[None, :]
             if CAUSAL:
                 keep = keep & (offs_m[:, None] >= (start_n + offs_n)[None, :])
             s = tl.where(keep, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))  # (2)!
-        alpha = tl.math.exp2(m_i - m_new)  # how much the old maximum overestimated: rescale by it
+        alpha = tl.math.exp2(m_i - m_new)  # how far the old maximum overshot: rescale
         p = tl.math.exp2(s - m_new[:, None])
         l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)  # (3)!
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None],
+                     input_precision=PRECISION)  # (3)!
         m_i = m_new
     return acc, l_i, m_i
 
 
 @triton.jit
 def attn_fwd_kernel(
-    Q, K, V, O, LSE,  # q, k, v, o: (B, H, seq, D) with unit stride along D; LSE: contiguous fp32 (B, H, seq_q)
+    Q, K, V, O, LSE,  # q, k, v, o: (B, H, seq, D), unit stride along D; LSE: fp32
     stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
     stride_vz, stride_vh, stride_vn, stride_oz, stride_oh, stride_om,
     n_heads, seq_q, seq_k, qk_scale,  # qk_scale = sm_scale * log2(e)
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    start_m, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)  # (4)!
+    start_m, h, z = (tl.program_id(0), tl.program_id(1).to(tl.int64),
+                     tl.program_id(2).to(tl.int64))  # (4)!
     qk_scale = tl.cast(qk_scale, tl.float32)  # (5)!
     q_base = Q + z * stride_qz + h * stride_qh
     k_base = K + z * stride_kz + h * stride_kh
@@ -282,25 +300,28 @@ def attn_fwd_kernel(
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < seq_q
-    q = tl.load(q_base + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    q = tl.load(q_base + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :],
+                mask=row_ok[:, None], other=0.0)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)  # running max, log2 units
     l_i = tl.zeros([BLOCK_M], tl.float32)  # running sum of exp2(s - m_i)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
     if CAUSAL:  # seq_q == seq_k: keys below the first query of this block need no mask
         n_free = start_m * BLOCK_M
-        n_end = tl.minimum(n_free + BLOCK_M, seq_k)  # the diagonal: masked; past it: never visited
+        n_end = tl.minimum(n_free + BLOCK_M, seq_k)  # diagonal: masked; past: skipped
     else:
-        n_free = (seq_k // BLOCK_N) * BLOCK_N  # whole blocks; the ragged last one is masked
+        n_free = (seq_k // BLOCK_N) * BLOCK_N  # whole blocks; the ragged last: masked
         n_end = seq_k
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, 0, n_free, seq_k,
-                               qk_scale, BLOCK_N, HEAD_DIM, False, CAUSAL, PRECISION)
-    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, n_free, n_end, seq_k,
-                               qk_scale, BLOCK_N, HEAD_DIM, True, CAUSAL, PRECISION)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
+                               offs_m, 0, n_free, seq_k, qk_scale,
+                               BLOCK_N, HEAD_DIM, False, CAUSAL, PRECISION)
+    acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
+                               offs_m, n_free, n_end, seq_k, qk_scale,
+                               BLOCK_N, HEAD_DIM, True, CAUSAL, PRECISION)
     o = acc / l_i[:, None]
-    lse = (m_i + tl.math.log2(l_i)) / 1.4426950408889634  # natural log: logsumexp of sm_scale * q k^T
+    lse = (m_i + tl.math.log2(l_i)) / 1.4426950408889634  # natural log (sm_scale q k^T)
     o_base = O + z * stride_oz + h * stride_oh
-    tl.store(o_base + offs_m[:, None].to(tl.int64) * stride_om + offs_d[None, :], o.to(O.dtype.element_ty),
-             mask=row_ok[:, None])
+    tl.store(o_base + offs_m[:, None].to(tl.int64) * stride_om + offs_d[None, :],
+             o.to(O.dtype.element_ty), mask=row_ok[:, None])
     tl.store(LSE + (z * n_heads + h) * seq_q + offs_m, lse, mask=row_ok)
 # --8<-- [end:fwd-kernel]
 
@@ -322,38 +343,45 @@ def attn_fwd_kernel(
 # %%
 # --8<-- [start:bwd-kernels]
 @triton.jit
-def attn_bwd_preprocess_kernel(O, DO, DELTA, stride_oz, stride_oh, stride_om, stride_dz, stride_dh, stride_dm,
-                               n_heads, seq_q, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+def attn_bwd_preprocess_kernel(O, DO, DELTA, stride_oz, stride_oh, stride_om,
+                               stride_dz, stride_dh, stride_dm, n_heads, seq_q,
+                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
     """delta[z, h, m] = sum_d dO[z, h, m, d] * O[z, h, m, d] in fp32."""
-    start_m, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
+    start_m, h, z = (tl.program_id(0), tl.program_id(1).to(tl.int64),
+                     tl.program_id(2).to(tl.int64))
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     rows = offs_m[:, None].to(tl.int64)
     o = tl.load(O + z * stride_oz + h * stride_oh + rows * stride_om + offs_d[None, :],
                 mask=(offs_m < seq_q)[:, None], other=0.0).to(tl.float32)
-    do = tl.load(DO + z * stride_dz + h * stride_dh + rows * stride_dm + offs_d[None, :],
-                 mask=(offs_m < seq_q)[:, None], other=0.0).to(tl.float32)
-    tl.store(DELTA + (z * n_heads + h) * seq_q + offs_m, tl.sum(o * do, axis=1), mask=offs_m < seq_q)
+    do = tl.load(DO + z * stride_dz + h * stride_dh + rows * stride_dm
+                 + offs_d[None, :], mask=(offs_m < seq_q)[:, None],
+                 other=0.0).to(tl.float32)
+    tl.store(DELTA + (z * n_heads + h) * seq_q + offs_m, tl.sum(o * do, axis=1),
+             mask=offs_m < seq_q)
 
 
 @triton.jit
-def _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr, stride_qm, stride_dm, offs_n, lo, hi, seq_q,
-                qk_scale, BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
-                PRECISION: tl.constexpr):
+def _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr, stride_qm, stride_dm,
+                offs_n, lo, hi, seq_q, qk_scale, BLOCK_M: tl.constexpr,
+                HEAD_DIM: tl.constexpr, MASKED: tl.constexpr, PRECISION: tl.constexpr):
     offs_m0 = tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     for start_m in range(lo, hi, BLOCK_M):
         start = tl.cast(start_m, tl.int64)
         offs_m = start_m + offs_m0
         row_ok = offs_m < seq_q
-        q_t = tl.load(q_base + start * stride_qm + offs_d[:, None] + offs_m0[None, :] * stride_qm,
+        q_t = tl.load(q_base + start * stride_qm + offs_d[:, None]
+                      + offs_m0[None, :] * stride_qm,
                       mask=row_ok[None, :], other=0.0)  # (D, BLOCK_M): q transposed
-        do = tl.load(do_base + start * stride_dm + offs_m0[:, None] * stride_dm + offs_d[None, :],
-                     mask=row_ok[:, None], other=0.0)
-        lse2 = tl.load(lse_ptr + offs_m, mask=row_ok, other=float("inf")) * 1.4426950408889634  # (1)!
+        do = tl.load(do_base + start * stride_dm + offs_m0[:, None] * stride_dm
+                     + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+        lse2 = tl.load(lse_ptr + offs_m, mask=row_ok,
+                       other=float("inf")) * 1.4426950408889634  # (1)!
         delta = tl.load(delta_ptr + offs_m, mask=row_ok, other=0.0)
-        p_t = tl.math.exp2(tl.dot(k, q_t, input_precision=PRECISION) * qk_scale - lse2[None, :])  # P^T
-        if MASKED:  # the diagonal blocks of a causal program: query m sees key n only if m >= n
+        p_t = tl.math.exp2(tl.dot(k, q_t, input_precision=PRECISION) * qk_scale
+                           - lse2[None, :])  # P^T
+        if MASKED:  # a causal program's diagonal blocks: query m sees key n if m >= n
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
         dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
         dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)  # (dO V^T)^T
@@ -365,22 +393,25 @@ def _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr, stride_qm, st
 @triton.jit
 def attn_bwd_dkdv_kernel(
     Q, K, V, DO, DK, DV, LSE, DELTA,
-    stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn, stride_vz, stride_vh, stride_vn,
+    stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
+    stride_vz, stride_vh, stride_vn,
     stride_dz, stride_dh, stride_dm,  # dO; dK and dV are contiguous (B, H, seq_k, D)
     n_heads, seq_q, seq_k, sm_scale, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    start_n, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
-    sm_scale, qk_scale = tl.cast(sm_scale, tl.float32), tl.cast(qk_scale, tl.float32)  # fp64 under Inductor
+    start_n, h, z = (tl.program_id(0), tl.program_id(1).to(tl.int64),
+                     tl.program_id(2).to(tl.int64))
+    sm_scale, qk_scale = (tl.cast(sm_scale, tl.float32),
+                          tl.cast(qk_scale, tl.float32))  # fp64 under Inductor
     offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     key_ok = offs_n < seq_k
     rows_n = offs_n[:, None].to(tl.int64)
-    k = tl.load(K + z * stride_kz + h * stride_kh + rows_n * stride_kn + offs_d[None, :], mask=key_ok[:, None],
-                other=0.0)
-    v = tl.load(V + z * stride_vz + h * stride_vh + rows_n * stride_vn + offs_d[None, :], mask=key_ok[:, None],
-                other=0.0)
+    k = tl.load(K + z * stride_kz + h * stride_kh + rows_n * stride_kn
+                + offs_d[None, :], mask=key_ok[:, None], other=0.0)
+    v = tl.load(V + z * stride_vz + h * stride_vh + rows_n * stride_vn
+                + offs_d[None, :], mask=key_ok[:, None], other=0.0)
     q_base = Q + z * stride_qz + h * stride_qh
     do_base = DO + z * stride_dz + h * stride_dh
     lse_ptr = LSE + (z * n_heads + h) * seq_q
@@ -389,36 +420,41 @@ def attn_bwd_dkdv_kernel(
     dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
     if CAUSAL:  # queries before this key block never see it: start at the diagonal
         m_diag = start_n * BLOCK_N
-        m_free = tl.minimum(m_diag + BLOCK_N, seq_q)  # past the diagonal blocks: no mask
-        dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr, stride_qm, stride_dm, offs_n,
-                             m_diag, m_free, seq_q, qk_scale, BLOCK_M, HEAD_DIM, True, PRECISION)
+        m_free = tl.minimum(m_diag + BLOCK_N, seq_q)  # past the diagonal: no mask
+        dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr,
+                             stride_qm, stride_dm, offs_n, m_diag, m_free, seq_q,
+                             qk_scale, BLOCK_M, HEAD_DIM, True, PRECISION)
     else:
         m_free = 0
-    dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr, stride_qm, stride_dm, offs_n,
-                         m_free, seq_q, seq_q, qk_scale, BLOCK_M, HEAD_DIM, False, PRECISION)
+    dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_ptr, delta_ptr,
+                         stride_qm, stride_dm, offs_n, m_free, seq_q, seq_q,
+                         qk_scale, BLOCK_M, HEAD_DIM, False, PRECISION)
     out = (z * n_heads + h) * seq_k * HEAD_DIM + rows_n * HEAD_DIM + offs_d[None, :]
     tl.store(DK + out, (dk * sm_scale).to(DK.dtype.element_ty), mask=key_ok[:, None])
     tl.store(DV + out, dv.to(DV.dtype.element_ty), mask=key_ok[:, None])
 
 
 @triton.jit
-def _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m, lo, hi, seq_k, qk_scale,
-              BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr,
-              PRECISION: tl.constexpr):
+def _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+              lo, hi, seq_k, qk_scale, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+              MASKED: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr):
     offs_n0 = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     for start_n in range(lo, hi, BLOCK_N):
         start = tl.cast(start_n, tl.int64)
         offs_n = start_n + offs_n0
-        k_ptrs = k_base + start * stride_kn + offs_d[:, None] + offs_n0[None, :] * stride_kn  # (D, BLOCK_N)
-        v_ptrs = v_base + start * stride_vn + offs_d[:, None] + offs_n0[None, :] * stride_vn
+        k_ptrs = (k_base + start * stride_kn + offs_d[:, None]
+                  + offs_n0[None, :] * stride_kn)  # (D, BLOCK_N)
+        v_ptrs = (v_base + start * stride_vn + offs_d[:, None]
+                  + offs_n0[None, :] * stride_vn)
         if MASKED:
             k_t = tl.load(k_ptrs, mask=(offs_n < seq_k)[None, :], other=0.0)
             v_t = tl.load(v_ptrs, mask=(offs_n < seq_k)[None, :], other=0.0)
         else:
             k_t = tl.load(k_ptrs)
             v_t = tl.load(v_ptrs)
-        p = tl.math.exp2(tl.dot(q, k_t, input_precision=PRECISION) * qk_scale - lse2[:, None])
+        p = tl.math.exp2(tl.dot(q, k_t, input_precision=PRECISION) * qk_scale
+                         - lse2[:, None])
         if MASKED:
             keep = (offs_n < seq_k)[None, :]
             if CAUSAL:
@@ -433,23 +469,27 @@ def _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs
 @triton.jit
 def attn_bwd_dq_kernel(
     Q, K, V, DO, DQ, LSE, DELTA,
-    stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn, stride_vz, stride_vh, stride_vn,
+    stride_qz, stride_qh, stride_qm, stride_kz, stride_kh, stride_kn,
+    stride_vz, stride_vh, stride_vn,
     stride_dz, stride_dh, stride_dm,  # dO; dQ is contiguous (B, H, seq_q, D)
     n_heads, seq_q, seq_k, sm_scale, qk_scale,
-    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
-    PRECISION: tl.constexpr,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    start_m, h, z = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
-    sm_scale, qk_scale = tl.cast(sm_scale, tl.float32), tl.cast(qk_scale, tl.float32)  # fp64 under Inductor
+    start_m, h, z = (tl.program_id(0), tl.program_id(1).to(tl.int64),
+                     tl.program_id(2).to(tl.int64))
+    sm_scale, qk_scale = (tl.cast(sm_scale, tl.float32),
+                          tl.cast(qk_scale, tl.float32))  # fp64 under Inductor
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < seq_q
     rows = offs_m[:, None].to(tl.int64)
-    q = tl.load(Q + z * stride_qz + h * stride_qh + rows * stride_qm + offs_d[None, :], mask=row_ok[:, None],
-                other=0.0)
-    do = tl.load(DO + z * stride_dz + h * stride_dh + rows * stride_dm + offs_d[None, :], mask=row_ok[:, None],
-                 other=0.0)
-    lse2 = tl.load(LSE + (z * n_heads + h) * seq_q + offs_m, mask=row_ok, other=0.0) * 1.4426950408889634
+    q = tl.load(Q + z * stride_qz + h * stride_qh + rows * stride_qm + offs_d[None, :],
+                mask=row_ok[:, None], other=0.0)
+    do = tl.load(DO + z * stride_dz + h * stride_dh + rows * stride_dm
+                 + offs_d[None, :], mask=row_ok[:, None], other=0.0)
+    lse2 = tl.load(LSE + (z * n_heads + h) * seq_q + offs_m, mask=row_ok,
+                   other=0.0) * 1.4426950408889634
     delta = tl.load(DELTA + (z * n_heads + h) * seq_q + offs_m, mask=row_ok, other=0.0)
     k_base = K + z * stride_kz + h * stride_kh
     v_base = V + z * stride_vz + h * stride_vh
@@ -460,10 +500,12 @@ def attn_bwd_dq_kernel(
         n_free = (seq_k // BLOCK_N) * BLOCK_N
         n_end = seq_k
     dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
-    dq = _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m, 0, n_free, seq_k,
-                   qk_scale, BLOCK_N, HEAD_DIM, False, CAUSAL, PRECISION)
-    dq = _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m, n_free, n_end, seq_k,
-                   qk_scale, BLOCK_N, HEAD_DIM, True, CAUSAL, PRECISION)
+    dq = _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+                   0, n_free, seq_k, qk_scale, BLOCK_N, HEAD_DIM, False, CAUSAL,
+                   PRECISION)
+    dq = _dq_inner(dq, q, do, lse2, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+                   n_free, n_end, seq_k, qk_scale, BLOCK_N, HEAD_DIM, True, CAUSAL,
+                   PRECISION)
     out = (z * n_heads + h) * seq_q * HEAD_DIM + rows * HEAD_DIM + offs_d[None, :]
     tl.store(DQ + out, (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None])
 # --8<-- [end:bwd-kernels]
@@ -482,35 +524,48 @@ def attn_bwd_dq_kernel(
 # --8<-- [start:config]
 HEAD_DIMS = (16, 32, 64, 128)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-FP32_PRECISION = "ieee"  # fp32 inputs: true fp32 dots (slow, exact like the reference); "tf32" is the fast choice
+# fp32 inputs: true fp32 dots (slow, exact like the reference); "tf32" is faster
+FP32_PRECISION = "ieee"
 PASSES = ("fwd", "dkdv", "dq", "preprocess")
-CONFIG_OVERRIDES: dict[str, dict] = {}  # e.g. {"fwd": {"BLOCK_N": 128, "num_stages": 4}}: applies to every call
+# e.g. {"fwd": {"BLOCK_N": 128, "num_stages": 4}}: applies to every call
+CONFIG_OVERRIDES: dict[str, dict] = {}
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (heads, batch)
 INT32_MAX = 2**31 - 1  # CUDA's limit on grid axis 0
 
 
-def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str, causal: bool = False) -> dict:
-    """Launch settings of one pass: BLOCK_M (queries), BLOCK_N (keys), num_warps, num_stages, PRECISION."""
-    precision = FP32_PRECISION if dtype == torch.float32 else "tf32"  # fp16/bf16: ignored by tl.dot
-    if device.type != "cuda":  # the interpreter: small tiles, many blocks on short test sequences
-        blocks = {"fwd": (32, 16), "dkdv": (16, 32), "dq": (32, 16), "preprocess": (32, 0)}[pass_]
-        cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4, "num_stages": 1}
-    elif dtype == torch.float32:  # fp32 tiles are twice the bytes, and ieee dots use no tensor cores
-        blocks = {"fwd": (64, 32), "dkdv": (32, 64), "dq": (64, 32), "preprocess": (64, 0)}[pass_]
-        cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4, "num_stages": 2}
+def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str,
+            causal: bool = False) -> dict:
+    """Launch settings of one pass: BLOCK_M (queries), BLOCK_N (keys), num_warps,
+    num_stages, PRECISION."""
+    # fp16/bf16: PRECISION is ignored by tl.dot
+    precision = FP32_PRECISION if dtype == torch.float32 else "tf32"
+    if device.type != "cuda":  # the interpreter: small tiles, many blocks per test
+        blocks = {"fwd": (32, 16), "dkdv": (16, 32), "dq": (32, 16),
+                  "preprocess": (32, 0)}[pass_]
+        cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4,
+               "num_stages": 1}
+    elif dtype == torch.float32:  # twice the bytes per tile, and no tensor cores (ieee)
+        blocks = {"fwd": (64, 32), "dkdv": (32, 64), "dq": (64, 32),
+                  "preprocess": (64, 0)}[pass_]
+        cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4,
+               "num_stages": 2}
     # fp16/bf16 on a GPU: the fastest settings of a sweep on an H200
     # (fp16, batch 4 x 16 heads x seq 4096; the attention Benchmarks page has it)
-    elif pass_ == "fwd":  # 128 queries per program against 128 keys (64 at head_dim 64)
-        cfg = ({"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
+    elif pass_ == "fwd":  # 128 queries per program, 128 keys (64 at head_dim 64)
+        cfg = ({"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
+               if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3})
-    elif pass_ == "dkdv":  # keys stay in registers (dK, dV accumulators), queries stream through
-        # head_dim <= 64 without a causal mask: 64 x 128 tiles on 4 warps spill 190 registers a thread
-        # and run 5x slower than 64 x 64 (measured on an H200)
-        cfg = ({"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
-               {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2} if causal else
+    elif pass_ == "dkdv":  # keys stay (dK, dV accumulators), queries stream through
+        # head_dim <= 64 without a causal mask: 64 x 128 tiles on 4 warps spill 190
+        # registers a thread and run 5x slower than 64 x 64 (measured on an H200)
+        cfg = ({"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
+               if head_dim == 128 else
+               {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2}
+               if causal else
                {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2})
     elif pass_ == "dq":  # queries stay (dQ accumulator), keys stream through
-        cfg = ({"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3} if head_dim == 128 else
+        cfg = ({"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
+               if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 8, "num_stages": 3})
     elif pass_ == "preprocess":
         cfg = {"BLOCK_M": 64, "BLOCK_N": 0, "num_warps": 4, "num_stages": 1}
@@ -519,7 +574,8 @@ def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str,
     return {**cfg, "PRECISION": precision, **CONFIG_OVERRIDES.get(pass_, {})}
 
 
-def _resolve_config(q: torch.Tensor, pass_: str, config: dict | None, causal: bool = False) -> dict:
+def _resolve_config(q: torch.Tensor, pass_: str, config: dict | None,
+                    causal: bool = False) -> dict:
     """The settings of one pass for q: _config's, with config[pass_] on top, checked."""
     return _checked_config({**_config(q.shape[-1], q.dtype, q.device, pass_, causal),
                             **((config or {}).get(pass_, {}))}, pass_)
@@ -532,11 +588,13 @@ def _checked_config(cfg: dict, pass_: str) -> dict:
     for key in ("BLOCK_M", "BLOCK_N") if pass_ != "preprocess" else ("BLOCK_M",):
         b = cfg[key]
         if not isinstance(b, int) or b < 16 or b & (b - 1):
-            raise ValueError(f"config[{pass_!r}][{key!r}] must be a power of two >= 16 (a tl.dot side), got {b!r}")
-    big, small = {"fwd": ("BLOCK_M", "BLOCK_N"), "dq": ("BLOCK_M", "BLOCK_N"), "dkdv": ("BLOCK_N", "BLOCK_M")}.get(
-        pass_, ("BLOCK_M", "BLOCK_M"))
-    if cfg[big] % cfg[small]:  # the causal split needs the diagonal to start on a block edge
-        raise ValueError(f"config[{pass_!r}]: {big} must be a multiple of {small}, got {cfg[big]} and {cfg[small]}")
+            raise ValueError(f"config[{pass_!r}][{key!r}] must be a power of two >= 16 "
+                             f"(a tl.dot side), got {b!r}")
+    big, small = {"fwd": ("BLOCK_M", "BLOCK_N"), "dq": ("BLOCK_M", "BLOCK_N"),
+                  "dkdv": ("BLOCK_N", "BLOCK_M")}.get(pass_, ("BLOCK_M", "BLOCK_M"))
+    if cfg[big] % cfg[small]:  # the causal split needs the diagonal on a block edge
+        raise ValueError(f"config[{pass_!r}]: {big} must be a multiple of {small}, "
+                         f"got {cfg[big]} and {cfg[small]}")
     return cfg
 # --8<-- [end:config]
 
@@ -559,48 +617,61 @@ def _check_inputs(q, k, v, causal, sm_scale) -> float:
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != 4:
-            raise ValueError(f"{name} must be 4-D (batch, heads, seq, head_dim), got shape {tuple(t.shape)}")
+            raise ValueError(f"{name} must be 4-D (batch, heads, seq, head_dim), "
+                             f"got shape {tuple(t.shape)}")
     if k.shape != v.shape:
-        raise ValueError(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+        raise ValueError(f"k and v must have the same shape, "
+                         f"got {tuple(k.shape)} and {tuple(v.shape)}")
     B, H, M, D = q.shape
     if (k.shape[0], k.shape[1], k.shape[3]) != (B, H, D):
-        raise ValueError(f"k must match q in batch, heads and head_dim, got {tuple(k.shape)} for q {tuple(q.shape)}")
+        raise ValueError(f"k must match q in batch, heads and head_dim, "
+                         f"got {tuple(k.shape)} for q {tuple(q.shape)}")
     if causal is not False and k.shape[2] != M:
-        raise ValueError(f"causal attention needs k and q of the same seq length, got {k.shape[2]} and {M}")
+        raise ValueError(f"causal attention needs k and q of the same seq length, "
+                         f"got {k.shape[2]} and {M}")
     if k.dtype != q.dtype or v.dtype != q.dtype:
-        raise TypeError(f"q, k and v must have the same dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+        raise TypeError(f"q, k and v must have the same dtype, "
+                        f"got {q.dtype}, {k.dtype} and {v.dtype}")
     if k.device != q.device or v.device != q.device:
-        raise ValueError(f"q, k and v must be on the same device, got {q.device}, {k.device} and {v.device}")
+        raise ValueError(f"q, k and v must be on the same device, "
+                         f"got {q.device}, {k.device} and {v.device}")
     if D not in HEAD_DIMS:
         raise ValueError(f"head_dim (q.shape[-1]) must be one of {HEAD_DIMS}, got {D}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.stride(-1) != 1:
-            raise ValueError(f"{name} must have unit stride along head_dim (its last dim), got strides {t.stride()}")
+            raise ValueError(f"{name} must have unit stride along head_dim (its last "
+                             f"dim), got strides {t.stride()}")
     if M > 0 and k.shape[2] == 0 and B * H > 0:
-        raise ValueError("k must have at least one key (seq_k >= 1) when q has queries: softmax over no keys")
+        raise ValueError("k must have at least one key (seq_k >= 1) when q has "
+                         "queries: softmax over no keys")
     if B > MAX_GRID_YZ or H > MAX_GRID_YZ:
-        raise ValueError(f"q must have at most {MAX_GRID_YZ} batches and heads (grid axes 2 and 1), got {B} and {H}")
+        raise ValueError(f"q must have at most {MAX_GRID_YZ} batches and heads "
+                         f"(grid axes 2 and 1), got {B} and {H}")
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(D)
     if isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float)):
-        raise TypeError(f"sm_scale must be a float or None, got {type(sm_scale).__name__}")
+        raise TypeError(f"sm_scale must be a float or None, "
+                        f"got {type(sm_scale).__name__}")
     if not math.isfinite(sm_scale) or sm_scale <= 0:
         raise ValueError(f"sm_scale must be finite and > 0, got {sm_scale}")
     if q.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("q is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("q is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
     return float(sm_scale)
 
 
 def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = None,
                       config: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(o, lse): o like q (contiguous), lse the fp32 natural-log log-sum-exp of each query row, (B, H, seq_q)."""
+    """(o, lse): o like q (contiguous); lse, (B, H, seq_q), the fp32 natural-log
+    log-sum-exp of each query row."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     B, H, M, _ = q.shape
-    N, D = k.shape[2], int(q.shape[3])  # D is a constexpr: a plain int even when torch.compile traces shapes
+    N, D = k.shape[2], int(q.shape[3])  # a plain int D even when torch.compile traces
     o = torch.empty((B, H, M, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, M), device=q.device, dtype=torch.float32)
     if o.numel() == 0:
@@ -608,24 +679,27 @@ def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = No
     cfg = _resolve_config(q, "fwd", config)
     grid = (triton.cdiv(M, cfg["BLOCK_M"]), H, B)  # (1)!
     wrap_triton(attn_fwd_kernel)[grid](
-        q, k, v, o, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *o.stride()[:3],
-        H, M, N, sm_scale * LOG2E, HEAD_DIM=D, CAUSAL=causal, **cfg)
+        q, k, v, o, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
+        *o.stride()[:3], H, M, N, sm_scale * LOG2E, HEAD_DIM=D, CAUSAL=causal, **cfg)
     return o, lse
 
 
-def attention_backward(do, q, k, v, o, lse, causal: bool = False, sm_scale: float | None = None,
-                       config: dict | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def attention_backward(do, q, k, v, o, lse, causal: bool = False,
+                       sm_scale: float | None = None, config: dict | None = None,
+                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) in q's dtype, from the forward's o and lse."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     for name, t in (("do", do), ("o", o)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.shape != q.shape or t.dtype != q.dtype or t.device != q.device:
-            raise ValueError(f"{name} must match q, got {tuple(t.shape)} {t.dtype} {t.device} for q "
-                             f"{tuple(q.shape)} {q.dtype} {q.device}")
-    if not isinstance(lse, torch.Tensor) or lse.shape != q.shape[:3] or lse.dtype != torch.float32:
-        raise ValueError("lse must be the forward's fp32 log-sum-exp, of shape (batch, heads, seq_q)")
-    do = do if do.stride(-1) == 1 else do.contiguous()  # an expanded gradient (from .sum()) has stride 0
+            raise ValueError(f"{name} must match q, got {tuple(t.shape)} {t.dtype} "
+                             f"{t.device} for q {tuple(q.shape)} {q.dtype} {q.device}")
+    if (not isinstance(lse, torch.Tensor) or lse.shape != q.shape[:3]
+            or lse.dtype != torch.float32):
+        raise ValueError("lse must be the forward's fp32 log-sum-exp, "
+                         "of shape (batch, heads, seq_q)")
+    do = do if do.stride(-1) == 1 else do.contiguous()  # an expanded do: stride 0
     o = o if o.stride(-1) == 1 else o.contiguous()
     lse = lse.contiguous()
     B, H, M, _ = q.shape
@@ -638,8 +712,8 @@ def attention_backward(do, q, k, v, o, lse, causal: bool = False, sm_scale: floa
     delta = torch.empty_like(lse)
     pre = _resolve_config(q, "preprocess", config)
     wrap_triton(attn_bwd_preprocess_kernel)[(triton.cdiv(M, pre["BLOCK_M"]), H, B)](
-        o, do, delta, *o.stride()[:3], *do.stride()[:3], H, M, HEAD_DIM=D, BLOCK_M=pre["BLOCK_M"],
-        num_warps=pre["num_warps"])
+        o, do, delta, *o.stride()[:3], *do.stride()[:3], H, M, HEAD_DIM=D,
+        BLOCK_M=pre["BLOCK_M"], num_warps=pre["num_warps"])
     strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *do.stride()[:3])
     cfg = _resolve_config(q, "dkdv", config, causal)
     wrap_triton(attn_bwd_dkdv_kernel)[(triton.cdiv(N, cfg["BLOCK_N"]), H, B)](
@@ -680,19 +754,22 @@ class AttentionFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, do):
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = attention_backward(do, q, k, v, o, lse, ctx.causal, ctx.sm_scale, ctx.config)
+        dq, dk, dv = attention_backward(do, q, k, v, o, lse, ctx.causal, ctx.sm_scale,
+                                        ctx.config)
         return dq, dk, dv, None, None, None
 
 
-def attention_function(q, k, v, causal: bool = False, sm_scale: float | None = None, config: dict | None = None):
-    """Fused attention through the autograd.Function (takes per-pass config overrides)."""
+def attention_function(q, k, v, causal: bool = False, sm_scale: float | None = None,
+                       config: dict | None = None):
+    """Fused attention through the autograd.Function, with per-pass config overrides."""
     return AttentionFunction.apply(q, k, v, causal, sm_scale, config)
 
 
 @triton_op("tit::attention_bwd", mutates_args={})
-def _attention_bwd_op(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                      lse: torch.Tensor, causal: bool, sm_scale: float) -> tuple[torch.Tensor, torch.Tensor,
-                                                                                  torch.Tensor]:
+def _attention_bwd_op(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                      v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, causal: bool,
+                      sm_scale: float,
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return attention_backward(do, q, k, v, o, lse, causal, sm_scale)
 
 
@@ -719,10 +796,13 @@ def _backward(ctx, do, _dlse):
 _attention_fwd_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def attention(q, k, v, causal: bool = False, sm_scale: float | None = None) -> torch.Tensor:
-    """softmax(q @ k^T * sm_scale) @ v per (batch, head); sm_scale defaults to 1/sqrt(head_dim).
+def attention(q, k, v, causal: bool = False,
+              sm_scale: float | None = None) -> torch.Tensor:
+    """softmax(q @ k^T * sm_scale) @ v per (batch, head); sm_scale defaults to
+    1/sqrt(head_dim).
 
-    q: (B, H, seq_q, D); k, v: (B, H, seq_k, D), seq_k == seq_q when causal. Differentiable.
+    q: (B, H, seq_q, D); k, v: (B, H, seq_k, D), seq_k == seq_q when causal.
+    Differentiable.
     """
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
     return _attention_fwd_op(q, k, v, causal, sm_scale)[0]
@@ -744,13 +824,16 @@ def attention(q, k, v, causal: bool = False, sm_scale: float | None = None) -> t
 def attention_float64(q, k, v, causal: bool) -> torch.Tensor:
     s = (q.double() @ k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])
     if causal:
-        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+        s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool,
+                                     device=s.device).triu(1), float("-inf"))
     return torch.softmax(s, dim=-1) @ v.double()
 
 
-def check_gradients(batch: int = 1, heads: int = 2, seq: int = 20, head_dim: int = 16) -> None:
+def check_gradients(batch: int = 1, heads: int = 2, seq: int = 20,
+                    head_dim: int = 16) -> None:
     tol = 1e-2 if DEVICE.type == "cuda" else 1e-4  # (1)!
-    q, k, v, do = (torch.randn(batch, heads, seq, head_dim, device=DEVICE) for _ in range(4))
+    q, k, v, do = (torch.randn(batch, heads, seq, head_dim, device=DEVICE)
+                   for _ in range(4))
     checks = ("test_schema", "test_autograd_registration")
     if DEVICE.type == "cuda":
         checks += ("test_faketensor", "test_aot_dispatch_dynamic")
@@ -762,12 +845,14 @@ def check_gradients(batch: int = 1, heads: int = 2, seq: int = 20, head_dim: int
         out = attention(*leaves, causal)
         got = (out.detach(), *torch.autograd.grad(out, leaves, do))
         for name, g, r in zip(("o", "dq", "dk", "dv"), got, want, strict=True):
-            torch.testing.assert_close(g.double(), r, rtol=tol, atol=tol,
-                                       msg=lambda m, n=name, c=causal: f"causal={c}, {n}: {m}")
-        torch.library.opcheck(_attention_fwd_op, (q.clone().requires_grad_(True), k, v, causal, 0.25),
+            torch.testing.assert_close(
+                g.double(), r, rtol=tol, atol=tol,
+                msg=lambda m, n=name, c=causal: f"causal={c}, {n}: {m}")
+        torch.library.opcheck(_attention_fwd_op,
+                              (q.clone().requires_grad_(True), k, v, causal, 0.25),
                               test_utils=checks)
-    print(f"attention: o, dq, dk and dv match float64 autograd, causal and not; opcheck {list(checks)} passed "
-          f"on {DEVICE.type}")
+    print(f"attention: o, dq, dk and dv match float64 autograd, causal and not; "
+          f"opcheck {list(checks)} passed on {DEVICE.type}")
 # --8<-- [end:autograd-checks]
 
 
@@ -790,7 +875,8 @@ class AttentionBlock(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (batch, seq, dim)
         b, s, d = x.shape
-        q, k, v = self.qkv(self.norm(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = self.qkv(self.norm(x)).view(b, s, 3, self.heads,
+                                              d // self.heads).permute(2, 0, 3, 1, 4)
         o = attention(q, k, v, causal=True)  # (batch, heads, seq, dim / heads)
         return x + self.out(o.transpose(1, 2).reshape(b, s, d))
 
@@ -803,7 +889,8 @@ def check_model(batch: int = 2, seq: int = 50, dim: int = 64) -> None:
     eager.square().mean().backward()
     grads = {name: p.grad.clone() for name, p in model.named_parameters()}
     if DEVICE.type != "cuda":
-        print("attention: block forward and backward ran eagerly (torch.compile of a triton_op needs a GPU)")
+        print("attention: block forward and backward ran eagerly "
+              "(torch.compile of a triton_op needs a GPU)")
         return
     torch.compiler.reset()
     model.zero_grad()
@@ -811,8 +898,10 @@ def check_model(batch: int = 2, seq: int = 50, dim: int = 64) -> None:
     out.square().mean().backward()
     torch.testing.assert_close(out, eager, rtol=2e-3, atol=2e-3)
     for name, p in model.named_parameters():
-        torch.testing.assert_close(p.grad, grads[name], rtol=2e-3, atol=2e-3, msg=lambda m, n=name: f"{n}: {m}")
-    print("attention: block under torch.compile(fullgraph=True) matches eager, output and gradients")
+        torch.testing.assert_close(p.grad, grads[name], rtol=2e-3, atol=2e-3,
+                                   msg=lambda m, n=name: f"{n}: {m}")
+    print("attention: block under torch.compile(fullgraph=True) matches eager, "
+          "output and gradients")
 # --8<-- [end:model]
 
 
@@ -830,8 +919,8 @@ def self_check(seqs=(1, 33), head_dim=32) -> None:
     tol = 2e-2 if dtype == torch.float16 else 1e-4
     for seq in seqs:
         for causal in (False, True):
-            q, k, v = (torch.randn(2, 1, seq, head_dim, device=DEVICE, dtype=dtype, requires_grad=True)
-                       for _ in range(3))
+            q, k, v = (torch.randn(2, 1, seq, head_dim, device=DEVICE, dtype=dtype,
+                                   requires_grad=True) for _ in range(3))
             do = torch.randn_like(q)
             out = attention(q, k, v, causal)
             out.backward(do)
@@ -839,241 +928,17 @@ def self_check(seqs=(1, 33), head_dim=32) -> None:
             ref = attention_torch(q32, k32, v32, causal)
             ref.backward(do.float())
             torch.testing.assert_close(out, ref.to(dtype), rtol=tol, atol=tol)
-            for got, want in zip((q.grad, k.grad, v.grad), (q32.grad, k32.grad, v32.grad), strict=True):
+            for got, want in zip((q.grad, k.grad, v.grad),
+                                 (q32.grad, k32.grad, v32.grad), strict=True):
                 torch.testing.assert_close(got, want.to(dtype), rtol=tol, atol=tol)
     naive = attention_naive(q.detach(), k.detach(), v.detach(), True)
-    torch.testing.assert_close(naive, attention_torch(q.detach(), k.detach(), v.detach(), True), rtol=tol, atol=tol)
-    print(f"attention: fused forward, backward and the naive kernels match the fp32 reference on {DEVICE.type} "
-          f"({dtype}) for seq in {list(seqs)}, head_dim {head_dim}, causal and not")
+    torch.testing.assert_close(
+        naive, attention_torch(q.detach(), k.detach(), v.detach(), True),
+        rtol=tol, atol=tol)
+    print(f"attention: fused forward, backward and the naive kernels match the fp32 "
+          f"reference on {DEVICE.type} ({dtype}) for seq in {list(seqs)}, "
+          f"head_dim {head_dim}, causal and not")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# Batch 32 x 16 heads at every length. Every (dtype, head_dim, causal) of fp16 and
-# bf16, head dims 64 and 128, at seq 1024 and 4096, forward and backward; the fp16
-# causal head-dim-128 case also at 16384 (one point there costs about as much as the
-# whole sweep below it). FLOPs: the forward does two matmuls of `seq x seq x
-# head_dim` per (batch, head), `4 * B * H * seq^2 * D`, half of it when causal; the
-# backward is counted as 2.5 times the forward (its five matmuls; ours does seven,
-# recomputing `S` in both kernels). A backward point times the backward only: each
-# provider runs its forward once at set-up with autograd recording, and `fn` calls
-# `torch.autograd.grad(out, (q, k, v), do, retain_graph=True)`, the same for all.
-# `sdpa` is `scaled_dot_product_attention` with PyTorch's own backend choice
-# (`sdpa_backend` says which); `sdpa-flash` and `sdpa-cudnn` force a backend; `flex`
-# is `flex_attention` compiled for the shape, forward and backward. The naive
-# version's three kernels are also timed one by one in GB/s of the bytes each must
-# move (`naive_bytes`), against the copy ceiling. Every provider of a point gets the
-# same inputs (a seeded generator), so the fp32 reference is computed once per
-# point. On the CPU (the `--tiny` check) there is no backend choice and `flex` runs
-# uncompiled.
-
-
-# %%
-BATCH, HEADS = 32, 16
-SEQS = [1024, 4096]
-LONG_SEQS = [1024, 4096, 16384]
-SDPA_BACKENDS = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-cudnn": "CUDNN_ATTENTION"}
-PEERS = ["triton", "sdpa", "sdpa-flash", "sdpa-cudnn"]
-NAIVE_STAGES = ["scores", "softmax", "pv"]
-NAIVE_BATCH = 4  # the traffic bench: S alone is 4.3 GB at seq 4096 (34 GB at batch 32)
-
-
-def _spec(direction, dtype, head_dim, causal, seqs, tiny, flex=False, naive=False):
-    tag = f"attention_{direction}_{dtype}_d{head_dim}" + ("_causal" if causal else "")
-    return {
-        "name": tag,
-        "title": f"Attention {'forward' if direction == 'fwd' else 'backward'}, {dtype}, head_dim {head_dim}"
-                 f"{', causal' if causal else ''}, batch 32 x 16 heads",
-        "x_name": "seq",
-        "x_vals": seqs,
-        "tiny_x_vals": tiny if dtype == "fp16" else [],  # bf16 is wrong in the interpreter
-        "providers": PEERS + (["flex"] if flex else []) + (["naive"] if naive else []),
-        "metric": "TFLOP/s",
-        "ceiling": dtype,
-        "args": {"direction": direction, "dtype": dtype, "head_dim": head_dim, "causal": causal},
-        "cudagraph_timing": direction == "fwd",  # this harness does not capture backward passes in a graph
-        "targets": [  # speed targets (scripts/targets.py): against the fastest SDPA backend measured beside it
-            {"kind": "peers", "peers": ["sdpa", "sdpa-flash", "sdpa-cudnn"], "min": 1.0 if direction == "fwd" else 0.8,
-             "label": f"attention {'forward ≥ 1.0' if direction == 'fwd' else 'backward ≥ 0.8'}× fastest SDPA backend",
-             "point": tag.removeprefix("attention_").replace("_", " ") + ", seq = {x}"},
-        ],
-    }
-
-
-BENCHMARKS = [
-    _spec("fwd", "fp16", 128, False, SEQS, [17, 64], naive=True),
-    _spec("fwd", "fp16", 128, True, LONG_SEQS, [64], flex=True),
-    _spec("bwd", "fp16", 128, False, SEQS, [17]),
-    _spec("bwd", "fp16", 128, True, LONG_SEQS, [40], flex=True),
-    *(_spec(direction, dtype, head_dim, causal, SEQS, [33])
-      for dtype, head_dim in (("fp16", 64), ("bf16", 128), ("bf16", 64))
-      for causal in (False, True) for direction in ("fwd", "bwd")),
-    {
-        "name": "attention_naive_traffic",
-        "title": "Naive attention, each kernel alone: fp16, head_dim 128, batch 4 x 16 heads",
-        "x_name": "seq",
-        "x_vals": SEQS,
-        "tiny_x_vals": [33],
-        "providers": NAIVE_STAGES,
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"direction": "naive", "dtype": "fp16", "head_dim": 128, "causal": False},
-    },
-]
-_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-
-
-def sdpa_backend(q, k, v, causal: bool = False) -> str:
-    """The backend scaled_dot_product_attention picks for these inputs (torch's private chooser)."""
-    from torch.nn.attention import SDPBackend
-
-    choice = torch._fused_sdp_choice(q, k, v, None, 0.0, causal)
-    return SDPBackend(choice).name
-
-
-def _sdpa(q, k, v, causal, backend=None):
-    if backend is None or q.device.type != "cuda":  # the CPU has no backend choice to force
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    with sdpa_kernel(getattr(SDPBackend, backend)):
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
-
-
-def _flex_mask(seq, device, causal):
-    if not causal:
-        return None
-    from torch.nn.attention.flex_attention import create_block_mask
-
-    return create_block_mask(lambda b, h, m, n: m >= n, None, None, seq, seq, device=str(device))
-
-
-def _flex(q, k, v, block_mask):
-    """What the flex peer compiles: flex_attention with a causal block mask (or none)."""
-    from torch.nn.attention.flex_attention import flex_attention
-
-    return flex_attention(q, k, v, block_mask=block_mask)
-
-
-def _reference(q, k, v, causal, do=None):
-    """fp32 reference output (do None) or gradients, a few heads at a time (S of 16 x 16384^2 is 17 GB)."""
-    outs = [torch.empty(t.shape, device=t.device) for t in ((q,) if do is None else (q, k, v))]
-    per = max(1, 2**28 // (q.shape[2] * k.shape[2]))
-    for b in range(q.shape[0]):
-        for h in range(0, q.shape[1], per):
-            sl = (slice(b, b + 1), slice(h, h + per))
-            qs, ks, vs = (t[sl].detach().float().requires_grad_(do is not None) for t in (q, k, v))
-            o = attention_torch(qs, ks, vs, causal)
-            got = (o.detach(),) if do is None else torch.autograd.grad(o, (qs, ks, vs), do[sl].float())
-            for out, g in zip(outs, got, strict=True):
-                out[sl] = g
-    return outs[0] if do is None else tuple(outs)
-
-
-_REFERENCE_CACHE: dict = {}  # the last point's reference: every provider of a point shares its inputs
-
-
-def _cached_reference(key, compute):
-    if key not in _REFERENCE_CACHE:
-        _REFERENCE_CACHE.clear()  # one point at a time: a 16384 backward reference holds 6 GB
-        _REFERENCE_CACHE[key] = compute()
-    return _REFERENCE_CACHE[key]
-
-
-def _naive_case(key, provider, q, k, v, dt):
-    """One naive kernel alone, on the buffers of the kernels before it: the three kernels run once
-    per point, and every provider (kernel) of the point times its own launch on the shared buffers."""
-    def run_all():
-        stages = naive_stages(q, k, v)
-        for name in NAIVE_STAGES:
-            stages[name]()
-        return stages
-
-    stages = _cached_reference(key, run_all)
-    out = {"scores": "s", "softmax": "p", "pv": "o"}[provider]
-    want = stages[out].clone()  # what the chain produced; the reference below checks the chain itself
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    refs = {"scores": lambda: (q.float() @ k.float().transpose(-1, -2)) * scale,
-            "softmax": lambda: torch.softmax(stages["s"], dim=-1).to(dt),
-            "pv": lambda: (stages["p"].float() @ v.float()).to(dt)}
-
-    def fn():
-        stages[provider]()
-        return stages[out]
-
-    def ref():
-        torch.testing.assert_close(want, refs[provider](), rtol=2e-2, atol=2e-2)  # the chain's own output
-        return want  # and the timed launch must reproduce it exactly (the same inputs, the same kernel)
-
-    return {"fn": fn, "ref": ref, "work": naive_bytes(*q.shape[:3], k.shape[2], q.shape[3], dt)[provider],
-            "rtol": 0.0, "atol": 0.0}
-
-
-def bench_case(name: str, provider: str, x: int, device=None, direction="fwd", dtype="fp16", head_dim=128,
-               causal=False) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    batch, heads = BATCH, HEADS
-    if device.type != "cuda":
-        batch, heads = 1, 2  # the interpreter's tiny run checks the code path, not the size
-    dt = _DTYPES[dtype]
-    gen = torch.Generator(device=device).manual_seed(x)  # the same inputs for every provider of the point
-    q, k, v = (torch.randn(batch, heads, x, head_dim, device=device, dtype=dt, generator=gen) for _ in range(3))
-    key = (name, x, device.type)
-    if direction == "naive":
-        return _naive_case(key, provider, q[:NAIVE_BATCH], k[:NAIVE_BATCH], v[:NAIVE_BATCH], dt)
-    flops = 4.0 * batch * heads * x * x * head_dim * (0.5 if causal else 1.0)
-    forwards = {
-        "triton": lambda a, b, c: attention(a, b, c, causal),
-        "sdpa": lambda a, b, c: _sdpa(a, b, c, causal),
-        "sdpa-flash": lambda a, b, c: _sdpa(a, b, c, causal, SDPA_BACKENDS["sdpa-flash"]),
-        "sdpa-cudnn": lambda a, b, c: _sdpa(a, b, c, causal, SDPA_BACKENDS["sdpa-cudnn"]),
-        "naive": lambda a, b, c: attention_naive(a, b, c, causal),
-    }
-    tol = 2e-2 if dtype == "fp16" else 4e-2
-    if direction == "fwd":
-        if provider == "flex":
-            peer = _compiled_peer(_flex, q, k, v, _flex_mask(x, device, causal))
-        else:
-            peer = {"fn": lambda: forwards[provider](q, k, v)}
-        ref = lambda: _cached_reference(key, lambda: _reference(q, k, v, causal).to(dt))  # noqa: E731
-        return {**peer, "ref": ref, "work": flops, "rtol": tol, "atol": tol}
-    # backward: the forward runs once here (flex compiled on its first call), fn runs only the backward
-    leaves = tuple(t.requires_grad_(True) for t in (q, k, v))
-    do = torch.randn(q.shape, device=device, dtype=dt, generator=gen)
-    state = {}
-
-    def fn():
-        if "out" not in state:
-            if provider == "flex" and device.type == "cuda":
-                torch.compiler.reset()  # a fresh dynamo cache for this shape (the runner does this for "compile")
-                state["out"] = torch.compile(_flex, dynamic=False)(*leaves, _flex_mask(x, device, causal))
-            elif provider == "flex":  # flex_attention has no CPU backward: the --tiny check runs the reference
-                state["out"] = attention_torch(*leaves, causal)
-            else:
-                state["out"] = forwards[provider](*leaves)
-        return torch.autograd.grad(state["out"], leaves, do, retain_graph=True)
-
-    def ref():
-        return _cached_reference(key, lambda: tuple(g.to(dt) for g in _reference(q, k, v, causal, do)))
-
-    return {"fn": fn, "ref": ref, "work": 2.5 * flops, "rtol": 2 * tol, "atol": 2 * tol}
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -25,7 +25,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -66,39 +66,56 @@ def add_one_kernel(
 #
 # int64 offsets cost registers and a few instructions per element, so the
 # launcher uses them only when the last offset does not fit in an int32, and
-# refuses a request for int32 offsets that would wrap.
+# refuses a request for int32 offsets that would wrap. Its input checks come
+# first, in a helper of their own.
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:checks]
 SUPPORTED_DTYPES = (torch.int8, torch.int16, torch.int32, torch.float16, torch.float32)
 INT32_MAX = 2**31 - 1
 
 
-def add_one(x: torch.Tensor, *, offsets: str = "auto", block_size: int = 4096) -> torch.Tensor:
-    """x + 1 for a contiguous 1-D `x`; `offsets` is "auto", "int32" or "int64"."""
+def _check_inputs(x: torch.Tensor, block_size: int) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"x must be int8, int16, int32, float16 or float32, got {x.dtype}")
+        raise TypeError(f"x must be int8, int16, int32, float16 or float32, "
+                        f"got {x.dtype}")
     if x.dim() != 1 or not x.is_contiguous():
-        raise ValueError(f"x must be 1-D and contiguous, got shape {tuple(x.shape)}, stride {x.stride()}")
+        raise ValueError(f"x must be 1-D and contiguous, got shape {tuple(x.shape)}, "
+                         f"stride {x.stride()}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    if not isinstance(block_size, int) or not 1 <= block_size <= 2**20 or block_size & (block_size - 1):
-        raise ValueError(f"block_size must be a power of two from 1 to 2**20 (Triton's largest tile), got {block_size}")
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+    if (not isinstance(block_size, int) or not 1 <= block_size <= 2**20
+            or block_size & (block_size - 1)):
+        raise ValueError(f"block_size must be a power of two from 1 to 2**20 "
+                         f"(Triton's largest tile), got {block_size}")
     n = x.numel()
     grid = triton.cdiv(n, block_size)
     if grid > INT32_MAX:  # the most programs a grid holds along axis 0
-        raise ValueError(f"x has {n} elements: {grid} tiles of block_size={block_size} are more than a grid "
-                         f"holds ({INT32_MAX}); pass a larger block_size")
-    last_offset = grid * block_size - 1  # the largest offset the last tile computes (1)!
+        raise ValueError(f"x has {n} elements: {grid} tiles of block_size={block_size} "
+                         f"are more than a grid holds ({INT32_MAX}); "
+                         "pass a larger block_size")
+# --8<-- [end:checks]
+
+
+# --8<-- [start:launcher]
+def add_one(x: torch.Tensor, *, offsets: str = "auto",
+            block_size: int = 4096) -> torch.Tensor:
+    """x + 1 for a contiguous 1-D `x`; `offsets` is "auto", "int32" or "int64"."""
+    _check_inputs(x, block_size)  # dtype, layout, device, block size, grid size
+    n = x.numel()
+    grid = triton.cdiv(n, block_size)
+    last_offset = grid * block_size - 1  # the last tile's largest offset (1)!
     if offsets == "auto":
         offsets = "int64" if last_offset > INT32_MAX else "int32"
     if offsets not in ("int32", "int64"):
         raise ValueError(f"offsets must be 'auto', 'int32' or 'int64', got {offsets!r}")
     if offsets == "int32" and last_offset > INT32_MAX:
-        raise ValueError(f"offsets='int32' wraps: x has {n} elements, the last tile reaches offset {last_offset}")
+        raise ValueError(f"offsets='int32' wraps: x has {n} elements, "
+                         f"the last tile reaches offset {last_offset}")
     y = torch.empty_like(x)
     add_one_kernel[(grid,)](x, y, n, BLOCK_SIZE=block_size, INT64=offsets == "int64")
     return y
@@ -146,59 +163,15 @@ def self_check(sizes=(1, 17, 1023, 1025, 98_432)) -> None:
     for n in sizes:
         x = torch.randint(-100, 100, (n,), dtype=torch.int8, device=DEVICE)
         for offsets in ("int32", "int64"):
-            torch.testing.assert_close(add_one(x, offsets=offsets), add_one_torch(x), rtol=0, atol=0)
+            got = add_one(x, offsets=offsets)
+            torch.testing.assert_close(got, add_one_torch(x), rtol=0, atol=0)
     # int32: 2 * 2**30 and 3 * 2**30 come back 2**32 too small, i.e. negative
-    assert tile_starts(4, 2**30, int64=False) == [0, 2**30, 2**31 - 2**32, 3 * 2**30 - 2**32]
+    wrapped = [0, 2**30, 2**31 - 2**32, 3 * 2**30 - 2**32]
+    assert tile_starts(4, 2**30, int64=False) == wrapped
     assert tile_starts(4, 2**30, int64=True) == [0, 2**30, 2**31, 3 * 2**30]
-    print(f"int64_offsets: add_one matches torch on {DEVICE.type} for n in {list(sizes)}; int32 wraps at 2**31")
+    print(f"int64_offsets: add_one matches torch on {DEVICE.type} for n in "
+          f"{list(sizes)}; int32 wraps at 2**31")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# What int64 offsets cost on tensors that do not need them: the same kernel with
-# either switch, int8 data (the cheapest bytes, so index arithmetic shows most).
-# Bytes moved: read x, write y.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "int64_offsets_add_one_int8",
-        "title": "y = x + 1, int8: int32 vs int64 offsets",
-        "x_name": "n",
-        "x_vals": [2**k for k in range(16, 31, 2)],
-        "tiny_x_vals": [1, 1025],
-        "providers": ["triton_int32", "triton_int64", "torch"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-    },
-]
-
-
-# The fastest of 1024, 4096 and 16384 for int8 at n = 2**28 on the H200 (measured).
-BENCH_BLOCK = 4096
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    a = torch.randint(-100, 100, (x,), dtype=torch.int8, device=device)
-    fns = {
-        "triton_int32": lambda: add_one(a, offsets="int32", block_size=BENCH_BLOCK),
-        "triton_int64": lambda: add_one(a, offsets="int64", block_size=BENCH_BLOCK),
-        "torch": lambda: add_one_torch(a),
-    }
-    return {
-        "fn": fns[provider],
-        "ref": lambda: add_one_torch(a),
-        "work": 2 * x * a.element_size(),  # bytes: read x, write y
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
-
 
 
 # %%

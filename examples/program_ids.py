@@ -22,13 +22,59 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # --8<-- [end:setup]
+
+
+# %% [markdown]
+# ## The launchers' checks
+#
+# What the launchers below refuse before anything launches: sizes that need
+# int32 offsets past 2**31 - 1, and grids larger than CUDA allows.
+
+
+# %%
+# --8<-- [start:checks]
+INT32_MAX = 2**31 - 1  # the largest int32; also CUDA's limit on grid axis 0
+MAX_GRID_YZ = 65_535  # CUDA's limit on grid axes 1 and 2
+
+
+def check_launch(n: int, block_size: int, num_warps: int, device,
+                 names=("n", "block_size")) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{names[0]} must be a positive int, got {n!r}")
+    if (not isinstance(block_size, int) or block_size <= 0
+            or block_size & (block_size - 1)):
+        raise ValueError(f"{names[1]} must be a positive power of two, "
+                         f"got {block_size}")
+    if n > INT32_MAX:  # pid * BLOCK_SIZE + tl.arange(...) is int32 arithmetic
+        raise ValueError(f"{names[0]} must be at most 2**31 - 1, got {n}: the kernels "
+                         "compute int32 offsets "
+                         "(examples/int64_offsets.py shows the int64 version)")
+    if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, "
+                         f"got {num_warps}")
+    if torch.device(device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("device is the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+
+
+def _check_launch_2d(M: int, N: int, block_m: int, block_n: int, device) -> None:
+    check_launch(M, block_m, 4, device, names=("M", "block_m"))
+    check_launch(N, block_n, 4, device, names=("N", "block_n"))
+    if 3 * M * N > INT32_MAX:
+        raise ValueError("3 * M * N must be at most 2**31 - 1 (the int32 offsets of "
+                         f"out), got M={M}, N={N}")
+    if triton.cdiv(N, block_n) > MAX_GRID_YZ:
+        raise ValueError(f"N={N} needs {triton.cdiv(N, block_n)} column tiles, but "
+                         f"grid axis 1 holds at most {MAX_GRID_YZ} programs: "
+                         "raise block_n")
+# --8<-- [end:checks]
 
 
 # %% [markdown]
@@ -49,27 +95,10 @@ def whoami_kernel(
 ):
     pid = tl.program_id(axis=0)  # this program's index along grid axis 0
     offs = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)  # (1)!
-    ids = tl.full((BLOCK_SIZE,), pid, dtype=tl.int32)  # a tile filled with the scalar pid
+    ids = tl.full((BLOCK_SIZE,), pid, dtype=tl.int32)  # a tile filled with the pid
     tl.store(owner_ptr + offs, ids, mask=offs < n)
     if pid == 0:  # a branch on a scalar: only program 0 takes it
         tl.store(count_ptr, tl.num_programs(axis=0))  # (2)!
-
-
-INT32_MAX = 2**31 - 1  # the largest int32; also CUDA's limit on grid axis 0
-
-
-def check_launch(n: int, block_size: int, num_warps: int, device, names=("n", "block_size")) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{names[0]} must be a positive int, got {n!r}")
-    if not isinstance(block_size, int) or block_size <= 0 or block_size & (block_size - 1):
-        raise ValueError(f"{names[1]} must be a positive power of two, got {block_size}")
-    if n > INT32_MAX:  # pid * BLOCK_SIZE + tl.arange(...) is int32 arithmetic
-        raise ValueError(f"{names[0]} must be at most 2**31 - 1, got {n}: the kernels compute int32 offsets "
-                         "(examples/int64_offsets.py shows the int64 version)")
-    if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
-        raise ValueError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps}")
-    if torch.device(device).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("device is the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
 
 
 def whoami(n: int, block_size: int = 256, *, num_warps: int = 4, device=DEVICE):
@@ -78,7 +107,8 @@ def whoami(n: int, block_size: int = 256, *, num_warps: int = 4, device=DEVICE):
     owner = torch.empty(n, device=device, dtype=torch.int32)
     count = torch.empty(1, device=device, dtype=torch.int32)
     grid = (triton.cdiv(n, block_size),)
-    whoami_kernel[grid](owner, count, n, BLOCK_SIZE=block_size, num_warps=num_warps)  # (3)!
+    whoami_kernel[grid](owner, count, n, BLOCK_SIZE=block_size,
+                        num_warps=num_warps)  # (3)!
     return owner, int(count.item())
 
 
@@ -101,7 +131,7 @@ def whoami_torch(n: int, block_size: int = 256, *, device=DEVICE):
 # --8<-- [start:whoami-2d]
 @triton.jit
 def whoami_2d_kernel(
-    out_ptr,  # int32, shape (3, M, N): pid_m, pid_n and the flat id of each element's owner
+    out_ptr,  # int32 (3, M, N): pid_m, pid_n and the flat id of each element's owner
     M, N,
     stride_p, stride_m, stride_n,  # strides of out: plane, row, column
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -119,25 +149,18 @@ def whoami_2d_kernel(
     tl.store(ptrs + 2 * stride_p, ones * flat, mask=mask)
 
 
-MAX_GRID_YZ = 65_535  # CUDA's limit on grid axes 1 and 2
-
-
-def whoami_2d(M: int, N: int, block_m: int = 16, block_n: int = 32, *, device=DEVICE) -> torch.Tensor:
-    """int32 tensor of shape (3, M, N): [0] row-tile id, [1] column-tile id, [2] flat program id."""
-    check_launch(M, block_m, 4, device, names=("M", "block_m"))
-    check_launch(N, block_n, 4, device, names=("N", "block_n"))
-    if 3 * M * N > INT32_MAX:
-        raise ValueError(f"3 * M * N must be at most 2**31 - 1 (the int32 offsets of out), got M={M}, N={N}")
-    if triton.cdiv(N, block_n) > MAX_GRID_YZ:
-        raise ValueError(f"N={N} needs {triton.cdiv(N, block_n)} column tiles, but grid axis 1 holds at most "
-                         f"{MAX_GRID_YZ} programs: raise block_n")
+def whoami_2d(M: int, N: int, block_m: int = 16, block_n: int = 32, *,
+              device=DEVICE) -> torch.Tensor:
+    """int32 (3, M, N): [0] row-tile id, [1] column-tile id, [2] flat program id."""
+    _check_launch_2d(M, N, block_m, block_n, device)
     out = torch.empty((3, M, N), device=device, dtype=torch.int32)
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
     whoami_2d_kernel[grid](out, M, N, *out.stride(), BLOCK_M=block_m, BLOCK_N=block_n)
     return out
 
 
-def whoami_2d_torch(M: int, N: int, block_m: int = 16, block_n: int = 32, *, device=DEVICE) -> torch.Tensor:
+def whoami_2d_torch(M: int, N: int, block_m: int = 16, block_n: int = 32, *,
+                    device=DEVICE) -> torch.Tensor:
     rows = torch.arange(M, device=device, dtype=torch.int32)[:, None] // block_m
     cols = torch.arange(N, device=device, dtype=torch.int32)[None, :] // block_n
     pid_m, pid_n = rows.expand(M, N), cols.expand(M, N)
@@ -191,58 +214,15 @@ def self_check() -> None:
         torch.testing.assert_close(owner, ref_owner, rtol=0, atol=0)
         assert count == ref_count, (count, ref_count)
     for M, N in ((1, 1), (37, 65)):
-        torch.testing.assert_close(whoami_2d(M, N), whoami_2d_torch(M, N), rtol=0, atol=0)
+        want = whoami_2d_torch(M, N)
+        torch.testing.assert_close(whoami_2d(M, N), want, rtol=0, atol=0)
     tickets = take_tickets(64)
     assert is_permutation(tickets), tickets
-    in_order = bool(torch.equal(tickets, torch.arange(64, device=DEVICE, dtype=torch.int32)))
+    pids = torch.arange(64, device=DEVICE, dtype=torch.int32)
+    in_order = bool(torch.equal(tickets, pids))
     print(f"program_ids: every element owned by the right program on {DEVICE.type}; "
           f"64 tickets are a permutation, {'in' if in_order else 'not in'} pid order")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# `whoami_kernel` is a store-only kernel (one int32 per element), launched with
-# 1, 4 and 16 warps per program and 1024 elements per program: `num_warps` is a
-# launch option that changes how many threads share one tile. Bytes moved: the
-# owner map written once.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "whoami_num_warps",
-        "title": "Store-only kernel (int32), 1024 elements per program: num_warps",
-        "x_name": "n",
-        "x_vals": [2**16, 2**20, 2**24, 2**27],
-        "tiny_x_vals": [17, 1025],
-        "providers": ["triton-1warp", "triton-4warps", "triton-16warps"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """The launch for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    warps = {"triton-1warp": 1, "triton-4warps": 4, "triton-16warps": 16}[provider]
-    owner = torch.empty(x, device=device, dtype=torch.int32)
-    count = torch.empty(1, device=device, dtype=torch.int32)
-
-    def fn():  # the bare launch: no .item(), so no host sync inside the timed call
-        whoami_kernel[(triton.cdiv(x, 1024),)](owner, count, x, BLOCK_SIZE=1024, num_warps=warps)
-        return owner
-
-    return {
-        "fn": fn,
-        "ref": lambda: whoami_torch(x, 1024, device=device)[0],
-        "work": 4 * x,  # bytes: one int32 written per element
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
 
 
 # %%

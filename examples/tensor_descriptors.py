@@ -24,7 +24,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -80,20 +80,14 @@ def transpose_desc_kernel(
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:checks]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INT32_MAX = 2**31 - 1  # descriptor shapes and block coordinates are int32
 MAX_STRIDE_BYTES = 2**40  # TMA strides are below 2**40 bytes
 MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1
 
 
-def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
-    """Kernels that build descriptors on the GPU need scratch memory for them."""
-    return torch.empty(size, device="cuda", dtype=torch.int8)
-
-
-def transpose(x: torch.Tensor, *, block_m: int = 128, block_n: int = 64) -> torch.Tensor:
-    """x.t() as an (N, M) tensor whose rows are padded to a multiple of 16 bytes."""
+def _check_inputs(x: torch.Tensor, block_m: int, block_n: int) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in SUPPORTED_DTYPES:
@@ -101,36 +95,57 @@ def transpose(x: torch.Tensor, *, block_m: int = 128, block_n: int = 64) -> torc
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D, got shape {tuple(x.shape)}")
     if x.numel() == 0:  # nothing to move, and an empty tensor's strides say nothing
-        return torch.empty((x.shape[1], x.shape[0]), device=x.device, dtype=x.dtype)
+        return
     size = x.element_size()
     if x.stride(1) != 1:
-        raise ValueError(f"x must have stride 1 in its last dimension, got stride {x.stride()}")
+        raise ValueError(f"x must have stride 1 in its last dimension, "
+                         f"got stride {x.stride()}")
     if (x.stride(0) * size) % 16 or x.data_ptr() % 16:  # (2)!
-        raise ValueError(
-            f"x's row stride ({x.stride(0)} elements) and start must be multiples of 16 bytes, "
-            "as tensor descriptors require"
-        )
+        raise ValueError(f"x's row stride ({x.stride(0)} elements) and start must be "
+                         "multiples of 16 bytes, as tensor descriptors require")
     M, N = x.shape
     if M > 1 and x.stride(0) < N:  # (3)!
-        raise ValueError(f"x's rows overlap (row stride {x.stride(0)} < {N} columns, as in an expand): "
-                         "tensor descriptors need rows that do not")
+        raise ValueError(f"x's rows overlap (row stride {x.stride(0)} < {N} columns, "
+                         "as in an expand): tensor descriptors need rows that do not")
     if max(M, N) > INT32_MAX or x.stride(0) * size >= MAX_STRIDE_BYTES:
-        raise ValueError(f"x of shape {(M, N)}, row stride {x.stride(0)}: tensor descriptors take dimensions "
-                         f"up to 2**31 - 1 and strides below 2**40 bytes")
+        raise ValueError(f"x of shape {(M, N)}, row stride {x.stride(0)}: tensor "
+                         f"descriptors take dimensions up to 2**31 - 1 and strides "
+                         f"below 2**40 bytes")
     for name, v in (("block_m", block_m), ("block_n", block_n)):
         if not isinstance(v, int) or v & (v - 1) or not 16 // size <= v <= 256:
-            raise ValueError(f"{name} must be a power of two from {16 // size} to 256, got {v}")
+            raise ValueError(f"{name} must be a power of two from {16 // size} "
+                             f"to 256, got {v}")
     if triton.cdiv(N, block_n) > MAX_GRID_Y:
-        raise ValueError(f"x has N = {N} columns: {triton.cdiv(N, block_n)} blocks of block_n={block_n} are more "
-                         f"than grid axis 1 holds ({MAX_GRID_Y}); pass a larger block_n")
+        raise ValueError(f"x has N = {N} columns: {triton.cdiv(N, block_n)} blocks of "
+                         f"block_n={block_n} are more than grid axis 1 holds "
+                         f"({MAX_GRID_Y}); pass a larger block_n")
+    if x.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
+# --8<-- [end:checks]
+
+
+# --8<-- [start:launcher]
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    """Kernels that build descriptors on the GPU need scratch memory for them."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+def transpose(x: torch.Tensor, *, block_m: int = 128,
+              block_n: int = 64) -> torch.Tensor:
+    """x.t() as an (N, M) tensor whose rows are padded to a multiple of 16 bytes."""
+    _check_inputs(x, block_m, block_n)  # the descriptor rules, before any launch
+    M, N = x.shape
+    if x.numel() == 0:  # nothing to move
+        return torch.empty((N, M), device=x.device, dtype=x.dtype)
     if x.device.type == "cuda":
         triton.set_allocator(_scratch)  # (1)!
-    elif os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-    m_padded = triton.cdiv(M, 16 // size) * (16 // size)  # rows of y: a multiple of 16 bytes
+    chunk = 16 // x.element_size()  # elements per 16-byte chunk
+    m_padded = triton.cdiv(M, chunk) * chunk  # rows of y: a multiple of 16 bytes
     y = torch.empty((N, m_padded), device=x.device, dtype=x.dtype)[:, :M]
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))
-    transpose_desc_kernel[grid](x, y, M, N, x.stride(0), y.stride(0), BLOCK_M=block_m, BLOCK_N=block_n)
+    transpose_desc_kernel[grid](x, y, M, N, x.stride(0), y.stride(0),
+                                BLOCK_M=block_m, BLOCK_N=block_n)
     return y
 
 
@@ -157,67 +172,11 @@ def self_check() -> None:
         "70 x 200 fp16": torch.randn(70, 200, device=DEVICE, dtype=torch.float16),
     }
     for x in cases.values():
-        torch.testing.assert_close(transpose(x, block_m=32, block_n=32), transpose_torch(x), rtol=0, atol=0)
-    print(f"tensor_descriptors: transpose(x) == x.t() on {DEVICE.type} for {list(cases)}")
+        got = transpose(x, block_m=32, block_n=32)
+        torch.testing.assert_close(got, transpose_torch(x), rtol=0, atol=0)
+    print(f"tensor_descriptors: transpose(x) == x.t() on {DEVICE.type} "
+          f"for {list(cases)}")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# The same square fp32 transpose as `strides.py`, so the two plots compare
-# pointer tiles with descriptors. Bytes moved: read x, write y.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "descriptors_transpose_fp32",
-        "title": "Transpose with tensor descriptors, fp32, S x S",
-        "x_name": "S",
-        "x_vals": [1024, 2048, 3000, 4096, 6000, 8192, 16_384],
-        "tiny_x_vals": [4, 36, 132],
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-    },
-]
-
-
-# The fastest of four block shapes for an 8192 x 8192 transpose on the H200 (measured).
-TUNED_BLOCKS = {"block_m": 128, "block_n": 64}
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    a = torch.randn(x, x, device=device, dtype=torch.float32)
-    fns = {
-        "triton": lambda: transpose(a, **TUNED_BLOCKS),
-        "torch": lambda: transpose_torch(a),
-    }
-    return {
-        **(_compiled_peer(transpose_torch, a) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: transpose_torch(a),
-        "work": 2 * x * x * a.element_size(),  # bytes: read x, write y
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -8,8 +8,7 @@
 #
 # * the device chosen at run time (CUDA when present, else the CPU interpreter);
 # * a kernel, a launcher that validates its inputs, and a plain torch reference;
-# * a self-check on sizes that are not multiples of the block size;
-# * the benchmark spec that `scripts/bench.py` runs on the GPU.
+# * a self-check on sizes that are not multiples of the block size.
 #
 # Run it with `python examples/vector_add.py`.
 
@@ -20,7 +19,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit
 
 import triton
 import triton.language as tl
@@ -58,8 +57,9 @@ def add_kernel(
 # %% [markdown]
 # ## A first launch
 #
-# The launch in its plainest form: two inputs, an output, a grid of one program per tile,
-# and a check against torch. `add` below wraps the same launch with checks of its inputs.
+# The launch in its plainest form: two inputs, an output, a grid of one program per
+# tile, and a check against torch. `add` below wraps the same launch with checks of
+# its inputs.
 
 
 # %%
@@ -78,44 +78,56 @@ def first_launch(n: int = 98_432, block_size: int = 1024) -> None:
 # %% [markdown]
 # ## The launcher
 #
-# Host code: check the inputs, allocate the output, size the grid, launch.
+# Host code: check the inputs, allocate the output, size the grid, launch. The
+# checks come first, in a helper of their own.
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:checks]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_PROGRAMS = 2**31 - 1  # CUDA's limit on grid axis 0
 
 
-def _check_inputs(x: torch.Tensor, y: torch.Tensor) -> None:
+def _check_inputs(x: torch.Tensor, y: torch.Tensor, block_size: int) -> None:
     for name, t in (("x", x), ("y", y)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if t.dim() != 1:
             raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
         if not t.is_contiguous():
-            raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
+            raise ValueError(f"{name} must be contiguous (stride 1), "
+                             f"got stride {t.stride()}")
     if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(f"x and y must have the same shape, "
+                         f"got {tuple(x.shape)} and {tuple(y.shape)}")
     if x.dtype != y.dtype:
-        raise TypeError(f"x and y must have the same dtype, got {x.dtype} and {y.dtype}")
+        raise TypeError(f"x and y must have the same dtype, "
+                        f"got {x.dtype} and {y.dtype}")
     if x.device != y.device:
-        raise ValueError(f"x and y must be on the same device, got {x.device} and {y.device}")
+        raise ValueError(f"x and y must be on the same device, "
+                         f"got {x.device} and {y.device}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
-
-
-def add(x: torch.Tensor, y: torch.Tensor, block_size: int = 1024) -> torch.Tensor:
-    """Return x + y computed by `add_kernel`, one program per `block_size` tile."""
-    _check_inputs(x, y)
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
     if block_size <= 0 or block_size & (block_size - 1):
-        raise ValueError(f"block_size must be a positive power of two, got {block_size}")
+        raise ValueError(f"block_size must be a positive power of two, "
+                         f"got {block_size}")
     n = x.numel()
     if triton.cdiv(n, block_size) > MAX_PROGRAMS:
-        raise ValueError(f"block_size={block_size} needs {triton.cdiv(n, block_size)} programs for {n} elements, "
-                         f"more than grid axis 0 holds ({MAX_PROGRAMS}): use a larger block_size")
+        raise ValueError(f"block_size={block_size} needs {triton.cdiv(n, block_size)} "
+                         f"programs for {n} elements, more than grid axis 0 holds "
+                         f"({MAX_PROGRAMS}): use a larger block_size")
+# --8<-- [end:checks]
+
+
+# --8<-- [start:launcher]
+def add(x: torch.Tensor, y: torch.Tensor, block_size: int = 1024) -> torch.Tensor:
+    """Return x + y computed by `add_kernel`, one program per `block_size` tile."""
+    _check_inputs(x, y, block_size)  # types, shapes, devices, the grid's size
+    n = x.numel()
     z = torch.empty_like(x)
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # (1)!
     add_kernel[grid](x, y, z, n, BLOCK_SIZE=block_size)
@@ -144,67 +156,6 @@ def self_check(sizes=(1, 17, 1023, 1025, 98_432)) -> None:
         torch.testing.assert_close(add(x, y), add_torch(x, y), rtol=0, atol=0)
     print(f"vector_add: add(x, y) == x + y on {DEVICE.type} for n in {list(sizes)}")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# `scripts/bench.py` reads `BENCHMARKS` and calls `bench_case` for every size and
-# provider; it checks each provider's output against the reference before timing
-# it, and refuses to record a wrong kernel. Bytes moved: two reads and one write.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "vector_add_fp32",
-        "title": "Vector add, fp32",
-        "x_name": "n",
-        "x_vals": [2**k for k in range(12, 29, 2)],
-        "tiny_x_vals": [1, 1025, 4097],
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-        "targets": [  # speed targets (scripts/targets.py), judged in kernel time
-            {"kind": "ceiling", "label": "vector add fp32 ≥ 95% of copy (kernel time, CUDA graph)", "min": 0.95,
-             "at": [2**24, 2**26, 2**28], "timing": "cudagraph", "point": "n = 2^{x_log2}",
-             "detail": "the copy ceiling is timed with do_bench: a graph replay can pass it"},
-        ],
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    a = torch.randn(x, device=device, dtype=torch.float32)
-    b = torch.randn(x, device=device, dtype=torch.float32)
-    fns = {
-        "triton": lambda: add(a, b),
-        "torch": lambda: add_torch(a, b),
-    }
-    return {
-        **(_compiled_peer(add_torch, a, b) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: add_torch(a, b),
-        "work": 3 * x * a.element_size(),  # bytes: read x, read y, write z
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

@@ -5,6 +5,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, ON_GPU, requires_gpu, tolerances
 
+from benchmarks.cases import attention as cases
+
 INTERPRETER_FAKE = "under TRITON_INTERPRET=1, wrap_triton runs the kernel on fake tensors and fails"
 FP32 = {"rtol": 2e-4, "atol": 2e-4}  # fp32 ieee dots; exp2 and the online rescaling round differently
 
@@ -363,7 +365,7 @@ def test_gpu_long_sequences_head_dim_128(seq, causal, dtype):
 @requires_gpu
 def test_gpu_sdpa_backend_is_named():
     q, k, v = qkv(1, 2, 128, 64, torch.float16, grad=False)
-    assert ex.sdpa_backend(q, k, v, True) in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
+    assert cases.sdpa_backend(q, k, v, True) in ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
 
 
 @requires_gpu

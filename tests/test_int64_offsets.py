@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, ODD_SIZES, requires_gpu
 
+from benchmarks.cases import int64_offsets as cases
+
 DTYPES = [torch.int8, torch.int32, torch.float16, torch.float32]
 
 
@@ -122,9 +124,9 @@ def test_past_2_31_elements_on_the_gpu():
 
 @pytest.mark.parametrize("provider", ["triton_int32", "triton_int64", "torch"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 

@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, ODD_SIZES, ON_GPU, requires_gpu
 
+from benchmarks.cases import program_ids as cases
+
 
 @pytest.mark.parametrize("n", ODD_SIZES)
 @pytest.mark.parametrize("block_size", [16, 256])
@@ -144,9 +146,9 @@ def test_self_check_runs(capsys):
         assert "in pid order" in out and "not in pid order" not in out
 
 
-@pytest.mark.parametrize("provider", ex.BENCHMARKS[0]["providers"])
+@pytest.mark.parametrize("provider", cases.BENCHMARKS[0]["providers"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=0, atol=0)

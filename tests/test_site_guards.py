@@ -235,6 +235,11 @@ CHAIN = textwrap.dedent(
 
     <!--pytest-codeblocks:cont-->
     ```python
+    --8<-- "examples/vector_add.py:checks"
+    ```
+
+    <!--pytest-codeblocks:cont-->
+    ```python
     --8<-- "examples/vector_add.py:check"
 
     self_check()

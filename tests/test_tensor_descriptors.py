@@ -3,6 +3,8 @@ import tensor_descriptors as ex
 import torch
 from support import DEVICE, FLOAT_DTYPES, requires_gpu
 
+from benchmarks.cases import tensor_descriptors as cases
+
 
 def x_(*shape, dtype=torch.float32):
     return torch.randn(*shape, device=DEVICE, dtype=dtype)
@@ -121,9 +123,9 @@ def test_bad_inputs(x, kw, err, words):
 
 @pytest.mark.parametrize("provider", ["triton", "torch"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 
