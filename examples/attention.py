@@ -602,15 +602,16 @@ def _checked_config(cfg: dict, pass_: str) -> dict:
 # %% [markdown]
 # ## The launchers
 #
-# They validate the inputs, allocate the outputs and launch with the settings
-# above. Every stride of q, k, v, o and dO is a kernel argument, so views (a
-# `(batch, seq, heads, head_dim)` tensor transposed to `(batch, heads, seq,
-# head_dim)`, a slice with a storage offset) work without a copy; the head dim
-# must have unit stride. `wrap_triton` lets `torch.compile` see the launches.
+# They validate the inputs (`_check_inputs`, below them on the pages), allocate
+# the outputs and launch with the settings above. Every stride of q, k, v, o and
+# dO is a kernel argument, so views (a `(batch, seq, heads, head_dim)` tensor
+# transposed to `(batch, heads, seq, head_dim)`, a slice with a storage offset)
+# work without a copy; the head dim must have unit stride. `wrap_triton` lets
+# `torch.compile` see the launches.
 
 
 # %%
-# --8<-- [start:launchers]
+# --8<-- [start:checks]
 def _check_inputs(q, k, v, causal, sm_scale) -> float:
     """Validate; return sm_scale as a float (1/sqrt(head_dim) when None)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -665,6 +666,26 @@ def _check_inputs(q, k, v, causal, sm_scale) -> float:
     return float(sm_scale)
 
 
+def _check_bwd_inputs(do, o, lse, q):
+    """Validate the backward's extra inputs; return do, o, lse in the layout the kernels
+    read (an expanded do has stride 0 along head_dim: copied)."""
+    for name, t in (("do", do), ("o", o)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.shape != q.shape or t.dtype != q.dtype or t.device != q.device:
+            raise ValueError(f"{name} must match q, got {tuple(t.shape)} {t.dtype} "
+                             f"{t.device} for q {tuple(q.shape)} {q.dtype} {q.device}")
+    if (not isinstance(lse, torch.Tensor) or lse.shape != q.shape[:3]
+            or lse.dtype != torch.float32):
+        raise ValueError("lse must be the forward's fp32 log-sum-exp, "
+                         "of shape (batch, heads, seq_q)")
+    do = do if do.stride(-1) == 1 else do.contiguous()
+    o = o if o.stride(-1) == 1 else o.contiguous()
+    return do, o, lse.contiguous()
+# --8<-- [end:checks]
+
+
+# --8<-- [start:launchers]
 def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = None,
                       config: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse): o like q (contiguous); lse, (B, H, seq_q), the fp32 natural-log
@@ -689,19 +710,7 @@ def attention_backward(do, q, k, v, o, lse, causal: bool = False,
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) in q's dtype, from the forward's o and lse."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
-    for name, t in (("do", do), ("o", o)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.shape != q.shape or t.dtype != q.dtype or t.device != q.device:
-            raise ValueError(f"{name} must match q, got {tuple(t.shape)} {t.dtype} "
-                             f"{t.device} for q {tuple(q.shape)} {q.dtype} {q.device}")
-    if (not isinstance(lse, torch.Tensor) or lse.shape != q.shape[:3]
-            or lse.dtype != torch.float32):
-        raise ValueError("lse must be the forward's fp32 log-sum-exp, "
-                         "of shape (batch, heads, seq_q)")
-    do = do if do.stride(-1) == 1 else do.contiguous()  # an expanded do: stride 0
-    o = o if o.stride(-1) == 1 else o.contiguous()
-    lse = lse.contiguous()
+    do, o, lse = _check_bwd_inputs(do, o, lse, q)
     B, H, M, _ = q.shape
     N, D = k.shape[2], int(q.shape[3])
     dq = torch.empty((B, H, M, D), device=q.device, dtype=q.dtype)
