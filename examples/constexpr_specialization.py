@@ -29,7 +29,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set it before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -56,11 +56,14 @@ def _check_vector(name: str, t) -> None:
     if t.dim() != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
     if not t.is_contiguous():
-        raise ValueError(f"{name} must be contiguous (stride 1), got stride {t.stride()}")
-    if t.numel() > 2**31 - 1:  # the kernels below compute program_id * BLOCK_SIZE in int32
-        raise ValueError(f"{name} has {t.numel()} elements, more than 2**31 - 1: these kernels compute int32 offsets")
+        raise ValueError(f"{name} must be contiguous (stride 1), "
+                         f"got stride {t.stride()}")
+    if t.numel() > 2**31 - 1:  # the kernels compute program_id * BLOCK_SIZE in int32
+        raise ValueError(f"{name} has {t.numel()} elements, more than 2**31 - 1: these "
+                         "kernels compute int32 offsets")
     if t.device.type == "cpu" and not INTERPRETED:
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def _check_block_size(block_size: int) -> None:
@@ -90,17 +93,19 @@ def scale_act_kernel(
     BLOCK_SIZE: tl.constexpr,  # elements per program
 ):
     tl.static_assert(BLOCK_SIZE >= 16, "BLOCK_SIZE must be at least 16")  # (1)!
-    tl.static_assert((BLOCK_SIZE & (BLOCK_SIZE - 1)) == 0, "BLOCK_SIZE must be a power of two")
+    tl.static_assert((BLOCK_SIZE & (BLOCK_SIZE - 1)) == 0,
+                     "BLOCK_SIZE must be a power of two")
     offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32) * scale
     if ACTIVATION == "relu":  # (2)!
-        x = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as in torch.relu
-    elif ACTIVATION == "gelu":  # tanh approximation: x * sigmoid(2u) == 0.5x(1 + tanh(u))
+        x = tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN
+    elif ACTIVATION == "gelu":  # tanh form: x * sigmoid(2u) == 0.5x(1 + tanh(u))
         u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
         x = x * tl.sigmoid(2.0 * u)
     else:
-        tl.static_assert(ACTIVATION == "none", "ACTIVATION must be 'none', 'relu' or 'gelu'")
+        tl.static_assert(ACTIVATION == "none",
+                         "ACTIVATION must be 'none', 'relu' or 'gelu'")
     tl.store(y_ptr + offsets, x.to(y_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:kernel]
 
@@ -110,19 +115,22 @@ def scale_act_kernel(
 ACTIVATIONS = ("none", "relu", "gelu")
 
 
-def scale_act(x: torch.Tensor, scale: float = 1.0, activation: str = "none", block_size: int = 1024) -> torch.Tensor:
-    """Return activation(x * scale); one compiled binary per (activation, block_size, dtype)."""
+def scale_act(x: torch.Tensor, scale: float = 1.0, activation: str = "none",
+              block_size: int = 1024) -> torch.Tensor:
+    """Return activation(x * scale); one binary per (activation, block_size, dtype)."""
     _check_vector("x", x)
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     _check_block_size(block_size)
     y = torch.empty_like(x)
     n = x.numel()
-    scale_act_kernel[(triton.cdiv(n, block_size),)](x, y, n, float(scale), ACTIVATION=activation, BLOCK_SIZE=block_size)
+    scale_act_kernel[(triton.cdiv(n, block_size),)](
+        x, y, n, float(scale), ACTIVATION=activation, BLOCK_SIZE=block_size)
     return y
 
 
-def scale_act_torch(x: torch.Tensor, scale: float = 1.0, activation: str = "none") -> torch.Tensor:
+def scale_act_torch(x: torch.Tensor, scale: float = 1.0,
+                    activation: str = "none") -> torch.Tensor:
     """The plain torch reference (computed in fp32, like the kernel)."""
     y = x.float() * scale
     if activation == "relu":
@@ -144,7 +152,7 @@ def scale_act_torch(x: torch.Tensor, scale: float = 1.0, activation: str = "none
 # %%
 # --8<-- [start:rules]
 def specialization_of(arg, specialize: bool = True) -> tuple:
-    """(type, property) that a triton 3.6 launch derives from one non-constexpr argument.
+    """(type, property) that a triton 3.6 launch derives from a non-constexpr argument.
 
     property: "D" = divisible by 16 (ints) or 16-byte aligned (tensors), "" = neither,
     None = not looked at. `specialize=False` is what `do_not_specialize` gives.
@@ -156,12 +164,16 @@ def specialization_of(arg, specialize: bool = True) -> tuple:
     if isinstance(arg, int):
         if specialize and arg == 1:
             return ("constexpr", 1)  # (1)!
-        kind = "i32" if -(2**31) <= arg < 2**31 else "i64" if -(2**63) <= arg < 2**63 else "u64"  # (2)!
+        kind = ("i32" if -(2**31) <= arg < 2**31  # (2)!
+                else "i64" if -(2**63) <= arg < 2**63 else "u64")
         return (kind, ("D" if arg % 16 == 0 else "") if specialize else None)
     if isinstance(arg, torch.Tensor):
-        kind = "*" + {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}.get(arg.dtype, "?")
-        return (kind, ("D" if arg.data_ptr() % 16 == 0 else "") if specialize else None)  # (3)!
-    raise TypeError(f"arg must be a bool, int, float or tensor, got {type(arg).__name__}")
+        names = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+        kind = "*" + names.get(arg.dtype, "?")
+        aligned = arg.data_ptr() % 16 == 0  # (3)!
+        return (kind, ("D" if aligned else "") if specialize else None)
+    raise TypeError("arg must be a bool, int, float or tensor, "
+                    f"got {type(arg).__name__}")
 
 
 def variants(calls, constexprs=(), do_not_specialize=()) -> int:
@@ -171,7 +183,8 @@ def variants(calls, constexprs=(), do_not_specialize=()) -> int:
     """
     keys = set()
     for args in calls:
-        keys.add(tuple(a if i in constexprs else specialization_of(a, i not in do_not_specialize)
+        keys.add(tuple(a if i in constexprs
+                       else specialization_of(a, i not in do_not_specialize)
                        for i, a in enumerate(args)))
     return len(keys)
 # --8<-- [end:rules]
@@ -208,7 +221,7 @@ class CompileCounter:
 
     def count(self, kernel=None) -> int:
         """Compilations of `kernel` (of any kernel when None)."""
-        return len(self.compiled) if kernel is None else sum(k is kernel for k in self.compiled)
+        return sum(kernel is None or k is kernel for k in self.compiled)
 # --8<-- [end:counter]
 
 
@@ -235,7 +248,8 @@ def copy_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(y_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
 
 
-copy_kernel_unspecialized = triton.jit(do_not_specialize=["x_ptr", "y_ptr", "n_elements"])(copy_kernel.fn)  # (1)!
+copy_kernel_unspecialized = triton.jit(  # (1)!
+    do_not_specialize=["x_ptr", "y_ptr", "n_elements"])(copy_kernel.fn)
 
 
 @triton.jit(do_not_specialize=["n_elements"])
@@ -261,26 +275,36 @@ COPY_POLICIES = {
 }
 
 
+def _check_copy(x, out, policy: str, block_size: int) -> None:
+    """The checks of `copy`; out=None (a new tensor) needs none."""
+    _check_vector("x", x)
+    if policy not in COPY_POLICIES:
+        raise ValueError(f"policy must be one of {tuple(COPY_POLICIES)}, "
+                         f"got {policy!r}")
+    _check_block_size(block_size)
+    if out is not None:
+        _check_vector("out", out)
+        if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+            raise ValueError("out must match x in shape, dtype and device, got "
+                             f"{tuple(out.shape)} {out.dtype} {out.device} for x "
+                             f"{tuple(x.shape)} {x.dtype} {x.device}")
+        gap = abs(out.data_ptr() - x.data_ptr())
+        if 0 < gap < x.numel() * x.element_size():  # would read what others wrote
+            raise ValueError("out must not partly overlap x: they start "
+                             f"{gap // x.element_size()} elements apart")
+    if policy in ("hinted", "argument-hint") and x.numel() % 16:
+        raise ValueError(f"policy {policy!r} promises the compiler n % 16 == 0, "
+                         f"got n = {x.numel()}")
+
+
 def copy(x: torch.Tensor, out: torch.Tensor | None = None, policy: str = "specialize",
          block_size: int = 1024) -> torch.Tensor:
     """Copy x into out (a new tensor by default) with one of COPY_POLICIES."""
-    _check_vector("x", x)
-    if policy not in COPY_POLICIES:
-        raise ValueError(f"policy must be one of {tuple(COPY_POLICIES)}, got {policy!r}")
-    _check_block_size(block_size)
-    if out is None:
-        out = torch.empty_like(x)
-    _check_vector("out", out)
-    if out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
-        raise ValueError(f"out must match x in shape, dtype and device, got {tuple(out.shape)} {out.dtype} "
-                         f"{out.device} for x {tuple(x.shape)} {x.dtype} {x.device}")
-    gap = abs(out.data_ptr() - x.data_ptr())
-    if 0 < gap < x.numel() * x.element_size():  # programs would read what others already wrote
-        raise ValueError(f"out must not partly overlap x: they start {gap // x.element_size()} elements apart")
+    _check_copy(x, out, policy, block_size)
+    out = torch.empty_like(x) if out is None else out
     n = x.numel()
-    if policy in ("hinted", "argument-hint") and n % 16:
-        raise ValueError(f"policy {policy!r} promises the compiler n % 16 == 0, got n = {n}")
-    COPY_POLICIES[policy][(triton.cdiv(n, block_size),)](x, out, n, BLOCK_SIZE=block_size)
+    kernel = COPY_POLICIES[policy]
+    kernel[(triton.cdiv(n, block_size),)](x, out, n, BLOCK_SIZE=block_size)
     return out
 
 
@@ -310,7 +334,8 @@ def copy_constexpr_n(x: torch.Tensor, block_size: int = 1024) -> torch.Tensor:
     _check_vector("x", x)
     _check_block_size(block_size)
     y = torch.empty_like(x)
-    copy_kernel_constexpr_n[(triton.cdiv(x.numel(), block_size),)](x, y, x.numel(), BLOCK_SIZE=block_size)
+    grid = (triton.cdiv(x.numel(), block_size),)
+    copy_kernel_constexpr_n[grid](x, y, x.numel(), BLOCK_SIZE=block_size)
     return y
 # --8<-- [end:storm]
 
@@ -325,7 +350,8 @@ def self_check(sizes=(1, 17, 1023, 1025, 4096)) -> None:
     for n in sizes:
         x = torch.randn(n, device=DEVICE)
         for activation in ACTIVATIONS:
-            torch.testing.assert_close(scale_act(x, 0.5, activation), scale_act_torch(x, 0.5, activation))
+            torch.testing.assert_close(scale_act(x, 0.5, activation),
+                                       scale_act_torch(x, 0.5, activation))
         for policy in ("specialize", "no-specialize"):
             torch.testing.assert_close(copy(x, policy=policy), x, rtol=0, atol=0)
         if n % 16 == 0:
@@ -333,58 +359,10 @@ def self_check(sizes=(1, 17, 1023, 1025, 4096)) -> None:
                 torch.testing.assert_close(copy(x, policy=policy), x, rtol=0, atol=0)
     keys = {n: specialization_of(n) for n in (1, 16, 17)}
     assert keys == {1: ("constexpr", 1), 16: ("i32", "D"), 17: ("i32", "")}, keys
-    print(f"constexpr_specialization: scale_act and copy match torch on {DEVICE.type} for n in {list(sizes)}; "
-          f"{variants([(n,) for n in range(1, 200)])} binaries predicted for n in 1..199")
+    print(f"constexpr_specialization: scale_act and copy match torch on {DEVICE.type} "
+          f"for n in {list(sizes)}; {variants([(n,) for n in range(1, 200)])} binaries "
+          "predicted for n in 1..199")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# A copy moves 2 x 4 bytes per fp32 element. Four ways of running it: the
-# specialized kernel on aligned data; the `do_not_specialize` kernel on the same
-# data; the specialized kernel on views that start one element in (4-byte aligned
-# only); and torch's own copy.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "specialization_copy_fp32",
-        "title": "Copy, fp32: what specialization buys",
-        "x_name": "n",
-        "x_vals": [2**k for k in range(16, 29, 2)],
-        "tiny_x_vals": [16, 4096],
-        "providers": ["triton", "triton-no-specialize", "triton-misaligned", "triton-hinted", "torch"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    src = torch.randn(x + 1, device=device, dtype=torch.float32)
-    dst = torch.empty_like(src)
-    a, out = src[:x], dst[:x]  # 16-byte aligned views
-    a_off, out_off = src[1:], dst[1:]  # one element in: 4-byte aligned
-    fns = {
-        "triton": lambda: copy(a, out),
-        "triton-no-specialize": lambda: copy(a, out, policy="no-specialize"),
-        "triton-misaligned": lambda: copy(a_off, out_off),
-        "triton-hinted": lambda: copy(a, out, policy="hinted"),
-        "torch": lambda: out.copy_(a),
-    }
-    ref_in = a_off if provider == "triton-misaligned" else a
-    return {
-        "fn": fns[provider],
-        "ref": lambda: ref_in.clone(),
-        "work": 2 * x * a.element_size(),  # bytes: read x, write out
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
 
 
 # %%

@@ -18,12 +18,13 @@
 
 # %%
 # --8<-- [start:setup]
+import functools
 import os
 
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set it before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -58,7 +59,7 @@ def scale_shift_kernel(
     x = tl.load(x_ptr + offs * stride_x, mask=mask)  # (2)!
     y = x * alpha + beta
     if RELU:  # resolved while compiling: the other branch is not in the binary
-        y = tl.maximum(y, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as in torch.relu
+        y = tl.maximum(y, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN
     tl.store(out_ptr + offs, y, mask=mask)  # the store casts y to out's dtype
 # --8<-- [end:args-kernel]
 
@@ -80,8 +81,9 @@ SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MIN_CAPABILITY = {torch.bfloat16: (8, 0)}
 
 
+@functools.lru_cache  # asked once per device (a tensor's device names its index)
 def device_capability(device: torch.device):
-    """(major, minor) of a CUDA device; None on the CPU, where the interpreter has no such limits."""
+    """(major, minor) of a GPU; None on the CPU, where the interpreter has no limits."""
     if device.type != "cuda":
         return None
     return torch.cuda.get_device_capability(device)
@@ -97,43 +99,51 @@ def check_tensor(name: str, t, *, dim: int) -> None:
 
 
 def check_device(name: str, t: torch.Tensor) -> None:
-    """After check_same: the one device the tensors share must be able to run the kernel."""
+    """After check_same: the one device the tensors share must be able to run it."""
     if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
     need = MIN_CAPABILITY.get(t.dtype)
     have = device_capability(t.device)
     if need is not None and have is not None and tuple(have) < need:
         raise TypeError(
-            f"{name} is {t.dtype}, which needs compute capability {need[0]}.{need[1]} or newer; "
-            f"{t.device} is {have[0]}.{have[1]}: use float16 or float32 on this GPU"
+            f"{name} is {t.dtype}, which needs compute capability {need[0]}.{need[1]} "
+            f"or newer; {t.device} is {have[0]}.{have[1]}: use float16 or float32 on "
+            "this GPU"
         )
 
 
 def check_same(names: str, *ts: torch.Tensor) -> None:
     if len({t.dtype for t in ts}) > 1:
-        raise TypeError(f"{names} must have the same dtype, got {', '.join(str(t.dtype) for t in ts)}")
+        dtypes = ", ".join(str(t.dtype) for t in ts)
+        raise TypeError(f"{names} must have the same dtype, got {dtypes}")
     if len({t.device for t in ts}) > 1:
-        raise ValueError(f"{names} must be on the same device, got {', '.join(str(t.device) for t in ts)}")
+        devices = ", ".join(str(t.device) for t in ts)
+        raise ValueError(f"{names} must be on the same device, got {devices}")
 
 
 def check_block(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or value & (value - 1):
+    if (isinstance(value, bool) or not isinstance(value, int) or value <= 0
+            or value & (value - 1)):
         raise ValueError(f"{name} must be a positive power of two, got {value}")
     if value > 2**20:  # triton.TRITON_MAX_TENSOR_NUMEL: a bigger tile does not compile
-        raise ValueError(f"{name} must be at most 2**20 (Triton's largest tile), got {value}")
+        raise ValueError(f"{name} must be at most 2**20 (Triton's largest tile), "
+                         f"got {value}")
 
 
 INT32_MAX = 2**31 - 1
 
 
 def check_offsets(name: str, t: torch.Tensor) -> None:
-    """The kernels below compute element offsets in int32: refuse a tensor whose elements need more."""
-    span = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride(), strict=True)) if t.numel() else 0
-    last = max(span, t.numel() - 1)  # the farthest element of t, or of a contiguous output of t's shape
+    """The kernels compute int32 offsets: refuse a tensor whose elements need more."""
+    pairs = zip(t.shape, t.stride(), strict=True)
+    span = sum((size - 1) * stride for size, stride in pairs) if t.numel() else 0
+    last = max(span, t.numel() - 1)  # of t, or of an output of its shape
     if last > INT32_MAX:
         raise ValueError(
-            f"{name} of shape {tuple(t.shape)} and stride {t.stride()} needs element offsets up to {last}, "
-            f"more than an int32 holds (2**31 - 1); see examples/int64_offsets.py for int64 offsets"
+            f"{name} of shape {tuple(t.shape)} and stride {t.stride()} needs element "
+            f"offsets up to {last}, more than an int32 holds (2**31 - 1); see "
+            "examples/int64_offsets.py for int64 offsets"
         )
 # --8<-- [end:validate]
 
@@ -148,32 +158,39 @@ def check_offsets(name: str, t: torch.Tensor) -> None:
 
 # %%
 # --8<-- [start:launch-1d]
-def scale_shift(x: torch.Tensor, alpha: float, beta: float = 0.0, *, relu: bool = False,
-                block_size: int = 1024) -> torch.Tensor:
-    """relu?(alpha * x + beta) for a 1-D tensor x with any stride; returns a contiguous tensor."""
+def _check_scale_shift(x, alpha, beta, block_size) -> None:
     check_tensor("x", x, dim=1)
     check_device("x", x)
     for name, value in (("alpha", alpha), ("beta", beta)):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{name} must be a Python float, got {type(value).__name__}")
+            raise TypeError(f"{name} must be a Python float, "
+                            f"got {type(value).__name__}")
     check_block("block_size", block_size)
     check_offsets("x", x)
-    out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
     n = x.numel()
     if triton.cdiv(n, block_size) > INT32_MAX:
-        raise ValueError(f"{n} elements in blocks of {block_size} need more programs than grid axis 0 holds "
-                         "(2**31 - 1): use a larger block_size")
+        raise ValueError(f"{n} elements in blocks of {block_size} need more programs "
+                         "than grid axis 0 holds (2**31 - 1): use a larger block_size")
+
+
+def scale_shift(x: torch.Tensor, alpha: float, beta: float = 0.0, *,
+                relu: bool = False, block_size: int = 1024) -> torch.Tensor:
+    """relu?(alpha * x + beta) for a 1-D x of any stride, as a contiguous tensor."""
+    _check_scale_shift(x, alpha, beta, block_size)
+    out = torch.empty(x.shape, device=x.device, dtype=x.dtype)
+    n = x.numel()
     grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # (1)!
     scale_shift_kernel[grid](
         x, out,  # tensors: Triton passes x.data_ptr() and reads the dtype
         n, x.stride(0),  # sizes and strides: plain ints
         float(alpha), float(beta),  # runtime scalars (fp32 in the kernel)
-        RELU=relu, BLOCK_SIZE=block_size,  # constexprs: part of the compiled kernel's identity
+        RELU=relu, BLOCK_SIZE=block_size,  # constexprs: part of the kernel's identity
     )
     return out
 
 
-def scale_shift_torch(x: torch.Tensor, alpha: float, beta: float = 0.0, *, relu: bool = False) -> torch.Tensor:
+def scale_shift_torch(x: torch.Tensor, alpha: float, beta: float = 0.0, *,
+                      relu: bool = False) -> torch.Tensor:
     y = x.float() * alpha + beta
     return (y.clamp_min(0.0) if relu else y).to(x.dtype)
 # --8<-- [end:launch-1d]
@@ -201,30 +218,39 @@ def add_row_bias_kernel(
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn, mask=mask)
+    x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn,
+                mask=mask)
     bias = tl.load(bias_ptr + offs_n, mask=offs_n < N)
     out = x + bias[None, :]
-    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on, out, mask=mask)
+    tl.store(out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on, out,
+             mask=mask)
 
 
-def add_row_bias(x: torch.Tensor, bias: torch.Tensor, *, block_m: int = 32, block_n: int = 64) -> torch.Tensor:
-    """x + bias[None, :] for x of shape (M, N) with any strides and bias of shape (N,)."""
+def _check_row_bias(x, bias, block_m, block_n) -> None:
     check_tensor("x", x, dim=2)
     check_tensor("bias", bias, dim=1)
     check_same("x and bias", x, bias)
     check_device("x", x)
     if bias.shape[0] != x.shape[1]:
-        raise ValueError(f"bias must have x.shape[1] = {x.shape[1]} elements, got {bias.shape[0]}")
+        raise ValueError(f"bias must have x.shape[1] = {x.shape[1]} elements, "
+                         f"got {bias.shape[0]}")
     if bias.stride(0) != 1:
-        raise ValueError(f"bias must be contiguous (stride 1), got stride {bias.stride()}")
+        raise ValueError("bias must be contiguous (stride 1), "
+                         f"got stride {bias.stride()}")
     check_block("block_m", block_m)
     check_block("block_n", block_n)
     check_offsets("x", x)
+
+
+def add_row_bias(x: torch.Tensor, bias: torch.Tensor, *, block_m: int = 32,
+                 block_n: int = 64) -> torch.Tensor:
+    """x + bias[None, :] for x of shape (M, N) with any strides, bias of shape (N,)."""
+    _check_row_bias(x, bias, block_m, block_n)
     M, N = x.shape
     grid = (triton.cdiv(M, block_m), triton.cdiv(N, block_n))  # a plain tuple works too
     if grid[1] > 65_535:  # CUDA's limit on grid axis 1 (see the 3-D grid below)
-        raise ValueError(f"x of shape {(M, N)} needs {grid[1]} column tiles on grid axis 1, which holds at most "
-                         "65535: raise block_n")
+        raise ValueError(f"x of shape {(M, N)} needs {grid[1]} column tiles on grid "
+                         "axis 1, which holds at most 65535: raise block_n")
     out = torch.empty((M, N), device=x.device, dtype=x.dtype)
     add_row_bias_kernel[grid](
         x, bias, out, M, N,
@@ -268,26 +294,35 @@ def add_batch_bias_kernel(
     mask = offs_n < N
     x = tl.load(x_ptr + b * stride_xb + m * stride_xm + offs_n * stride_xn, mask=mask)
     bias = tl.load(bias_ptr + b * stride_bb + offs_n * stride_bn, mask=mask)
-    tl.store(out_ptr + b * stride_ob + m * stride_om + offs_n * stride_on, x + bias, mask=mask)
+    tl.store(out_ptr + b * stride_ob + m * stride_om + offs_n * stride_on, x + bias,
+             mask=mask)
 
 
-def add_batch_bias(x: torch.Tensor, bias: torch.Tensor, *, block_n: int = 128) -> torch.Tensor:
-    """x[b] + bias[b][None, :] for x of shape (B, M, N) and bias of shape (B, N), any strides."""
+def _check_batch_bias(x, bias, block_n) -> None:
     check_tensor("x", x, dim=3)
     check_tensor("bias", bias, dim=2)
     check_same("x and bias", x, bias)
     check_device("x", x)
     B, M, N = x.shape
     if tuple(bias.shape) != (B, N):
-        raise ValueError(f"bias must have shape (B, N) = {(B, N)}, got {tuple(bias.shape)}")
+        raise ValueError(f"bias must have shape (B, N) = {(B, N)}, "
+                         f"got {tuple(bias.shape)}")
     check_block("block_n", block_n)
     check_offsets("x", x)
     check_offsets("bias", bias)
+
+
+def add_batch_bias(x: torch.Tensor, bias: torch.Tensor, *,
+                   block_n: int = 128) -> torch.Tensor:
+    """x[b] + bias[b][None, :] for x (B, M, N) and bias (B, N), any strides."""
+    _check_batch_bias(x, bias, block_n)
+    B, M, N = x.shape
     grid = (B, M, triton.cdiv(N, block_n))
     if grid[1] > MAX_GRID_YZ or grid[2] > MAX_GRID_YZ:
         raise ValueError(
-            f"x of shape {tuple(x.shape)} needs grid {grid}, but grid axes 1 and 2 hold at most "
-            f"{MAX_GRID_YZ} programs: fold rows into axis 0 or raise block_n"
+            f"x of shape {tuple(x.shape)} needs grid {grid}, but grid axes 1 and 2 "
+            f"hold at most {MAX_GRID_YZ} programs: fold rows into axis 0 or raise "
+            "block_n"
         )
     out = torch.empty((B, M, N), device=x.device, dtype=x.dtype)
     add_batch_bias_kernel[grid](
@@ -321,55 +356,15 @@ def self_check() -> None:
     for M, N in ((1, 1), (33, 65), (70, 129)):
         x = torch.randn(N, M, device=DEVICE).t()  # a transposed view: strides (1, M)
         bias = torch.randn(N, device=DEVICE)
-        torch.testing.assert_close(add_row_bias(x, bias), add_row_bias_torch(x, bias), rtol=0, atol=0)
-    x = torch.randn(5, 130, 3, device=DEVICE).permute(0, 2, 1)  # (B, M, N) = (5, 3, 130), not contiguous
+        torch.testing.assert_close(add_row_bias(x, bias), add_row_bias_torch(x, bias),
+                                   rtol=0, atol=0)
+    x = torch.randn(5, 130, 3, device=DEVICE).permute(0, 2, 1)  # (5, 3, 130), strided
     bias = torch.randn(5, 130, device=DEVICE)
-    torch.testing.assert_close(add_batch_bias(x, bias), add_batch_bias_torch(x, bias), rtol=0, atol=0)
-    print(f"launch_grids: 1-D, 2-D and 3-D launches match torch on {DEVICE.type}, strided inputs included")
+    torch.testing.assert_close(add_batch_bias(x, bias), add_batch_bias_torch(x, bias),
+                               rtol=0, atol=0)
+    print(f"launch_grids: 1-D, 2-D and 3-D launches match torch on {DEVICE.type}, "
+          "strided inputs included")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# The 2-D launch against torch's broadcast add, 4096 rows, fp32. Bytes moved:
-# read x, read the bias row, write out.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "row_bias_2d_fp32",
-        "title": "x + bias[None, :], fp32, 4096 rows, 2-D grid",
-        "x_name": "N",
-        "x_vals": [256, 1024, 4096, 16384],
-        "tiny_x_vals": [17, 130],
-        "providers": ["triton", "torch"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {"rows": 4096},
-    },
-]
-
-
-def bench_case(name: str, provider: str, x: int, device=None, rows: int = 4096) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    if device.type == "cpu":
-        rows = min(rows, 33)  # the interpreter is slow: the CI run only checks correctness
-    a = torch.randn(rows, x, device=device, dtype=torch.float32)
-    bias = torch.randn(x, device=device, dtype=torch.float32)
-    fns = {
-        "triton": lambda: add_row_bias(a, bias),
-        "torch": lambda: add_row_bias_torch(a, bias),
-    }
-    return {
-        "fn": fns[provider],
-        "ref": lambda: add_row_bias_torch(a, bias),
-        "work": (2 * rows * x + x) * a.element_size(),  # bytes: read x and bias, write out
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
 
 
 # %%

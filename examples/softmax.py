@@ -22,12 +22,13 @@
 
 # %%
 # --8<-- [start:setup]
+import functools
 import os
 
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set it before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -52,7 +53,7 @@ def softmax_torch(x: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_unfused(x: torch.Tensor) -> torch.Tensor:
-    """Softmax as separate eager torch ops: each line is one kernel, one trip through memory."""
+    """Softmax in eager torch ops: each line is one kernel, one trip through memory."""
     row_max = x.amax(dim=1, keepdim=True)  # kernel 1: read M*N, write M
     shifted = x - row_max  # kernel 2: read M*N (+M), write M*N
     e = torch.exp(shifted)  # kernel 3: read M*N, write M*N
@@ -120,7 +121,7 @@ def softmax_multirow_kernel(
     cols = tl.arange(0, BLOCK_N)
     col_mask = cols < n_cols
     for block in range(tl.program_id(0), n_blocks, tl.num_programs(0)):  # (1)!
-        rows = tl.cast(block, tl.int64) * ROWS + tl.arange(0, ROWS)  # int64 before the multiply
+        rows = tl.cast(block, tl.int64) * ROWS + tl.arange(0, ROWS)  # int64 first
         rows_in = tl.minimum(rows, n_rows - 1)  # (2)!
         x_ptrs = x_ptr + rows_in[:, None] * stride_xm + cols[None, :]
         x = tl.load(x_ptrs, mask=col_mask[None, :], other=float("-inf")).to(tl.float32)
@@ -167,7 +168,8 @@ def softmax_online_kernel(
         s = tl.zeros([BLOCK_N], tl.float32)  # running sum of exp(x - m), per lane
         for c in range(0, n_chunks):
             offs = c * BLOCK_N + cols
-            x = tl.load(x_row + offs, mask=offs < n_cols, other=float("-inf")).to(tl.float32)
+            x = tl.load(x_row + offs, mask=offs < n_cols, other=float("-inf"))
+            x = x.to(tl.float32)
             m_new = tl.maximum(m, x)
             m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # (2)!
             s = s * tl.exp(m - m_safe) + tl.exp(x - m_safe)  # (3)!
@@ -220,7 +222,7 @@ def softmax_split_kernel(
     x_ptr,  # pointer to the input, [M, N] with unit column stride
     y_ptr,  # pointer to the output, same shape
     stats_ptr,  # fp32 [M * n_chunks * 2]: each chunk's max and sum of exp, published
-    sync_ptr,  # int32 [M + 1], zeroed: chunks published per row, then the ticket counter
+    sync_ptr,  # int32 [M + 1], zeroed: chunks done per row, then the ticket counter
     n_rows,  # M
     n_cols,  # N
     stride_xm,  # row stride of x, in elements
@@ -251,13 +253,15 @@ def softmax_split_kernel(
         done = tl.atomic_add(sync_ptr + row, 0, sem="acquire")
         spins += 1
     ks = tl.arange(0, MAX_CHUNKS)
-    ms = tl.load(row_stats + ks * 2, mask=ks < n_chunks, other=float("-inf"), volatile=True)
-    ss = tl.load(row_stats + ks * 2 + 1, mask=ks < n_chunks, other=0.0, volatile=True)
+    valid = ks < n_chunks
+    ms = tl.load(row_stats + ks * 2, mask=valid, other=float("-inf"), volatile=True)
+    ss = tl.load(row_stats + ks * 2 + 1, mask=valid, other=0.0, volatile=True)
     row_max = tl.max(ms, axis=0)
-    row_sum = tl.sum(tl.where(ks < n_chunks, ss * tl.exp(ms - row_max), 0.0), axis=0)  # (4)!
+    row_sum = tl.sum(tl.where(valid, ss * tl.exp(ms - row_max), 0.0), axis=0)  # (4)!
     inv_sum = tl.where(done >= n_chunks, 1.0 / row_sum, float("nan"))  # (5)!
     y = tl.exp(x - row_max) * inv_sum
-    tl.store(y_ptr + tl.cast(row, tl.int64) * stride_ym + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + tl.cast(row, tl.int64) * stride_ym + offs,
+             y.to(y_ptr.dtype.element_ty), mask=mask)
 # --8<-- [end:split-kernel]
 
 
@@ -278,10 +282,10 @@ MULTIROW_TILE = 4096  # elements per multirow tile: ROWS * BLOCK_N
 ONLINE_BLOCK = 16384  # chunk of the online kernel: 64 KB of fp32 per load
 ONLINE_PROGRAMS_PER_SM = 2  # persistent grid of the online kernel
 SPLIT_BLOCK = 8192  # chunk of the split kernel: 32 KB of fp32 per program
-SPLIT_WARPS = (4, 8)  # warps per split program: up to SPLIT_FEW_CHUNKS chunks a row, and beyond
-#                       (8192-element chunks were fastest with 4 warps at N = 65536, with 8 at 262144)
+SPLIT_WARPS = (4, 8)  # warps per split program: up to SPLIT_FEW_CHUNKS chunks, and more
+#   (8192-element chunks were fastest with 4 warps at N = 65536, with 8 at 262144)
 SPLIT_FEW_CHUNKS = 8  # rows of at most this many chunks take SPLIT_WARPS[0]
-SPLIT_MAX_SPINS = 2**24  # polls before a waiting program gives up: seconds, far past any real wait
+SPLIT_MAX_SPINS = 2**24  # polls before a wait gives up: seconds, far past any real wait
 MAX_TILE = 2**20  # Triton's limit on the elements of one tile
 INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
 
@@ -294,19 +298,23 @@ def _check_input(x) -> None:
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D (rows, cols), got shape {tuple(x.shape)}")
     if x.shape[1] == 0:
-        raise ValueError("x must have at least one column: softmax of an empty row is undefined")
+        raise ValueError("x must have at least one column: softmax of an empty row is "
+                         "undefined")
     if x.shape[1] > 1 and x.stride(1) != 1:
-        raise ValueError(f"x must have unit stride along its last dim, got strides {x.stride()}")
+        raise ValueError("x must have unit stride along its last dim, "
+                         f"got strides {x.stride()}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError("x is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def _num_warps(block_elems: int) -> int:
-    """16 fp32 elements per thread from 1024 up to 16384 (2 to 32 warps); never fewer than 2 warps,
-    so a 512-wide row gets 8 per thread, and never more than 32 warps."""
+    """16 fp32 elements per thread from 1024 up to 16384 (2 to 32 warps); never fewer
+    than 2 warps, so a 512-wide row gets 8 per thread, and never more than 32 warps."""
     return max(2, min(32, block_elems // 512))
 
 
+@functools.lru_cache  # asked once per device (a tensor's device names its index)
 def _sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of the device; a small stand-in for the interpreter."""
     if device.type != "cuda":
@@ -314,33 +322,39 @@ def _sm_count(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _check_launch(variant: str, n_rows: int, block_n: int, rows: int, chunks: int = 1) -> None:
-    """The limits of each step, checked before anything launches (chunks: programs per row)."""
+def _check_launch(variant: str, n_rows: int, block_n: int, rows: int, chunks: int = 1,
+                  n_cols: int = 0) -> None:
+    """Each step's limits, checked before any launch (chunks: programs per row)."""
+    if variant in ("row", "multirow") and block_n < n_cols:
+        raise ValueError(f"variant {variant!r} needs block_n >= N = {n_cols}, "
+                         f"got {block_n}")
     if rows * block_n > MAX_TILE:
-        raise ValueError(f"variant {variant!r} would hold {rows} x {block_n} elements in one tile, more than "
-                         f"Triton's {MAX_TILE} (rows longer than that need 'online')")
+        raise ValueError(f"variant {variant!r} would hold {rows} x {block_n} elements "
+                         f"in one tile, more than Triton's {MAX_TILE} (rows longer "
+                         "than that need 'online')")
     if variant in ("row", "split") and n_rows * chunks > INT32_MAX:
-        raise ValueError(f"variant {variant!r} launches one program per row and chunk: at most 2**31 - 1, "
-                         f"got {n_rows} rows x {chunks} chunks")
+        raise ValueError(f"variant {variant!r} launches one program per row and chunk: "
+                         f"at most 2**31 - 1, got {n_rows} rows x {chunks} chunks")
 
 
 def _split_chunks(n_cols: int, block_n: int, sm_count: int) -> int:
-    """Chunks per row of the split step; refused when they cannot all run at once (more than SMs)."""
+    """Chunks per row of the split step; refused when they cannot all run at once."""
     n_chunks = triton.cdiv(n_cols, block_n)
     if n_chunks > sm_count:
-        raise ValueError(f"variant 'split' needs all {n_chunks} chunks of a row (N = {n_cols}, block_n = {block_n}) "
-                         f"on the GPU at once, more than its {sm_count} SMs: use a larger block_n or 'online'")
+        raise ValueError(f"variant 'split' needs all {n_chunks} chunks of a row "
+                         f"(N = {n_cols}, block_n = {block_n}) on the GPU at once, "
+                         f"more than its {sm_count} SMs: use a larger block_n or "
+                         "'online'")
     return n_chunks
 
 
 def _split_warps(n_chunks: int) -> int:
-    """Warps per program of the split step: fewer for rows of few chunks (as measured on the H200)."""
+    """Warps per split program: fewer for rows of few chunks (measured on the H200)."""
     return SPLIT_WARPS[0] if n_chunks <= SPLIT_FEW_CHUNKS else SPLIT_WARPS[1]
 
 
 def pick_variant(n_cols: int, sm_count: int | None = None) -> str:
-    """The step for rows of n_cols; sm_count is given on a GPU, where long rows whose
-    chunks all fit at once are split across programs."""
+    """The step for rows of n_cols; on a GPU (sm_count given) long rows may be split."""
     block_n = triton.next_power_of_2(n_cols)
     if block_n <= 256:
         return "multirow"
@@ -349,6 +363,20 @@ def pick_variant(n_cols: int, sm_count: int | None = None) -> str:
     if sm_count is not None and triton.cdiv(n_cols, SPLIT_BLOCK) <= sm_count:
         return "split"
     return "online"
+
+
+def _check_config(variant, on_gpu: bool, config: dict) -> None:
+    if variant not in VARIANTS + GPU_VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS + GPU_VARIANTS} or None, "
+                         f"got {variant!r}")
+    if variant in GPU_VARIANTS and not on_gpu:
+        raise ValueError(f"variant {variant!r} needs a GPU: its programs wait for each "
+                         "other, and the interpreter runs them one after another")
+    for name in ("block_n", "rows"):
+        v = config.get(name)
+        if v is not None and (v < 1 or v & (v - 1)):
+            raise ValueError(f"{name} must be a positive power of two (a tile "
+                             f"dimension), got {v}")
 
 
 def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tensor:
@@ -363,38 +391,26 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
     on_gpu = x.device.type == "cuda"
     if variant is None:
         variant = pick_variant(x.shape[1], _sm_count(x.device) if on_gpu else None)
-    if variant not in VARIANTS + GPU_VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS + GPU_VARIANTS} or None, got {variant!r}")
-    if variant in GPU_VARIANTS and not on_gpu:
-        raise ValueError(f"variant {variant!r} needs a GPU: its programs wait for each other, and the "
-                         "interpreter runs them one after another")
+    _check_config(variant, on_gpu, config)
     n_rows, n_cols = x.shape
     y = torch.empty_like(x)
     if n_rows == 0:
         return y
     block_n = config.pop("block_n", None)
-    for name in ("block_n", "rows"):
-        v = block_n if name == "block_n" else config.get("rows")
-        if v is not None and (v < 1 or v & (v - 1)):
-            raise ValueError(f"{name} must be a positive power of two (a tile dimension), got {v}")
     if variant == "row":
         block_n = block_n or triton.next_power_of_2(n_cols)
-        if block_n < n_cols:
-            raise ValueError(f"variant 'row' needs block_n >= N = {n_cols}, got {block_n}")
-        _check_launch(variant, n_rows, block_n, 1)
+        _check_launch(variant, n_rows, block_n, 1, n_cols=n_cols)
         num_warps = config.pop("num_warps", _num_warps(block_n))
-        softmax_row_kernel[(n_rows,)](
-            x, y, n_cols, x.stride(0), y.stride(0), BLOCK_N=block_n, num_warps=num_warps)
+        softmax_row_kernel[(n_rows,)](x, y, n_cols, x.stride(0), y.stride(0),
+                                      BLOCK_N=block_n, num_warps=num_warps)
     elif variant == "multirow":
         block_n = block_n or triton.next_power_of_2(n_cols)
-        if block_n < n_cols:
-            raise ValueError(f"variant 'multirow' needs block_n >= N = {n_cols}, got {block_n}")
         rows = config.pop("rows", max(1, MULTIROW_TILE // block_n))
-        _check_launch(variant, n_rows, block_n, rows)
+        _check_launch(variant, n_rows, block_n, rows, n_cols=n_cols)
         num_warps = config.pop("num_warps", _num_warps(rows * block_n))
         n_blocks = triton.cdiv(n_rows, rows)
-        grid = (min(n_blocks, config.pop("num_programs", n_blocks), INT32_MAX),)  # the kernel loops over the rest
-        softmax_multirow_kernel[grid](
+        programs = config.pop("num_programs", n_blocks)  # it loops over the rest
+        softmax_multirow_kernel[(min(n_blocks, programs, INT32_MAX),)](
             x, y, n_rows, n_cols, x.stride(0), y.stride(0), ROWS=rows, BLOCK_N=block_n,
             num_warps=num_warps, num_stages=config.pop("num_stages", 3))
     elif variant == "split":
@@ -403,10 +419,11 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         _check_launch(variant, n_rows, block_n, 1, n_chunks)
         stats = torch.empty(n_rows * n_chunks * 2, device=x.device, dtype=torch.float32)
         sync = torch.zeros(n_rows + 1, device=x.device, dtype=torch.int32)
+        num_warps = config.pop("num_warps", _split_warps(n_chunks))
         softmax_split_kernel[(n_rows * n_chunks,)](
             x, y, stats, sync, n_rows, n_cols, x.stride(0), y.stride(0), n_chunks,
             config.pop("max_spins", SPLIT_MAX_SPINS), BLOCK_N=block_n,
-            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=config.pop("num_warps", _split_warps(n_chunks)))
+            MAX_CHUNKS=triton.next_power_of_2(n_chunks), num_warps=num_warps)
     else:
         block_n = block_n or min(ONLINE_BLOCK, triton.next_power_of_2(n_cols))
         _check_launch(variant, n_rows, block_n, 1)
@@ -415,7 +432,8 @@ def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tens
         grid = (min(n_rows, config.pop("num_programs", programs)),)
         softmax_online_kernel[grid](
             x, y, n_rows, n_cols, x.stride(0), y.stride(0), BLOCK_N=block_n,
-            REVERSE=config.pop("reverse", True), num_warps=num_warps, num_stages=config.pop("num_stages", 3))
+            REVERSE=config.pop("reverse", True), num_warps=num_warps,
+            num_stages=config.pop("num_stages", 3))
     if config:
         raise TypeError(f"unknown config for variant {variant!r}: {sorted(config)}")
     return y
@@ -439,10 +457,12 @@ def self_check(shapes=((1, 1), (7, 17), (33, 781), (5, 1025), (3, 3000))) -> Non
         on_gpu = GPU_VARIANTS if DEVICE.type == "cuda" else ()  # split needs a GPU
         for variant in (None, *VARIANTS, *on_gpu):
             cfg = {"block_n": 256} if variant in ("online", "split") else {}
-            torch.testing.assert_close(softmax(x, variant, **cfg), want, rtol=1e-5, atol=1e-6)
+            got = softmax(x, variant, **cfg)
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     wide = torch.randn(9, 2 * 1025, device=DEVICE)[:, 3:1028]  # rows 2050 apart
     torch.testing.assert_close(softmax(wide), softmax_torch(wide), rtol=1e-5, atol=1e-6)
-    steps = "row, multirow, online and split" if DEVICE.type == "cuda" else "row, multirow and online"
+    steps = ("row, multirow, online and split" if DEVICE.type == "cuda"
+             else "row, multirow and online")
     print(f"softmax: {steps} kernels match torch.softmax on {DEVICE.type} "
           f"for shapes {[tuple(s) for s in shapes]} and a row-strided view")
 # --8<-- [end:check]

@@ -23,7 +23,7 @@ import os
 import torch
 
 if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpreter
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # must be set before @triton.jit runs
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # set it before @triton.jit runs
 
 import triton
 import triton.language as tl
@@ -75,7 +75,7 @@ def copy_2d_kernel(
 # --8<-- [start:copy-launcher]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INT32_MAX = 2**31 - 1
-MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1 (axis 0 takes up to 2**31 - 1 programs)
+MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1 (axis 0 holds 2**31 - 1 programs)
 
 
 def _check_2d(name: str, x) -> None:
@@ -86,7 +86,8 @@ def _check_2d(name: str, x) -> None:
     if x.dim() != 2:
         raise ValueError(f"{name} must be 2-D, got shape {tuple(x.shape)}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+        raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 "
+                         "(Triton's interpreter)")
 
 
 def _check_blocks(block_m: int, block_n: int) -> None:
@@ -97,13 +98,12 @@ def _check_blocks(block_m: int, block_n: int) -> None:
 
 def reach(t: torch.Tensor) -> int:
     """The largest element offset in the view t: sum of (size - 1) * |stride|."""
-    if t.numel() == 0:
-        return 0
-    return sum((size - 1) * abs(stride) for size, stride in zip(t.shape, t.stride(), strict=True))
+    pairs = zip(t.shape, t.stride(), strict=True)
+    return sum((size - 1) * abs(stride) for size, stride in pairs) if t.numel() else 0
 
 
 def copy_2d_launch(x: torch.Tensor, block_m: int, block_n: int) -> tuple:
-    """The grid, the runtime arguments and the constexprs that copy the 2-D view x into a row-major y."""
+    """Grid, arguments and constexprs that copy the 2-D view x into a row-major y."""
     M, N = x.shape
     args = [M, N, *x.stride(), N, 1]  # (1)!
     blocks = [block_m, block_n]
@@ -112,18 +112,21 @@ def copy_2d_launch(x: torch.Tensor, block_m: int, block_n: int) -> tuple:
         blocks = blocks[::-1]
     grid = (triton.cdiv(args[0], blocks[0]), triton.cdiv(args[1], blocks[1]))
     if grid[0] > INT32_MAX or grid[1] > MAX_GRID_Y:
-        raise ValueError(f"x of shape {(M, N)} needs {triton.cdiv(M, block_m)} x {triton.cdiv(N, block_n)} "
-                         f"tiles of {block_m} x {block_n}, more than a grid holds: pass larger blocks")
-    largest = max(reach(x), M * N - 1, grid[0] * blocks[0] - 1, grid[1] * blocks[1] - 1)  # (3)!
-    return grid, args, {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "INT64": largest > INT32_MAX}
+        tiles = f"{triton.cdiv(M, block_m)} x {triton.cdiv(N, block_n)}"
+        raise ValueError(f"x of shape {(M, N)} needs {tiles} tiles of {block_m} x "
+                         f"{block_n}, more than a grid holds: pass larger blocks")
+    ends = (grid[0] * blocks[0] - 1, grid[1] * blocks[1] - 1)  # of the last tiles
+    largest = max(reach(x), M * N - 1, *ends)  # (3)!
+    return grid, args, {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1],
+                        "INT64": largest > INT32_MAX}
 
 
 def copy_2d(x: torch.Tensor, *, block_m: int = 64, block_n: int = 64) -> torch.Tensor:
-    """A contiguous copy of the 2-D view `x`, whatever its strides (what `x.contiguous()` returns)."""
+    """A contiguous copy of the 2-D view `x`, whatever its strides: `x.contiguous()`."""
     _check_2d("x", x)
     _check_blocks(block_m, block_n)
     grid, args, meta = copy_2d_launch(x, block_m, block_n)
-    y = torch.empty(x.shape, device=x.device, dtype=x.dtype)  # row-major: strides (N, 1)
+    y = torch.empty(x.shape, device=x.device, dtype=x.dtype)  # strides (N, 1)
     copy_2d_kernel[grid](x, y, *args, **meta)
     return y
 
@@ -163,7 +166,8 @@ def broadcast_shape(a: tuple, b: tuple) -> tuple:
         elif p == 1:
             out.append(q)
         else:  # rule 3: any other mismatch is an error
-            raise ValueError(f"shapes {a} and {b} do not broadcast: {p} vs {q} in dimension {dim}")
+            raise ValueError(f"shapes {a} and {b} do not broadcast: {p} vs {q} in "
+                             f"dimension {dim}")
     return tuple(out)
 # --8<-- [end:broadcast-rules]
 
@@ -186,28 +190,40 @@ def broadcast_add_kernel(
         b = tl.load(b_ptr + tl.arange(0, B1))  # shape (B1,)
     else:
         b = tl.load(b_ptr + tl.arange(0, B0)[:, None] * B1 + tl.arange(0, B1)[None, :])
-    tl.store(out_ptr + tl.arange(0, O0)[:, None] * O1 + tl.arange(0, O1)[None, :], a + b)
+    tl.store(out_ptr + tl.arange(0, O0)[:, None] * O1 + tl.arange(0, O1)[None, :],
+             a + b)
 
 
-def broadcast_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a + b by `broadcast_add_kernel`: a is 2-D, b is 1-D or 2-D, sizes are powers of two."""
+def _check_operands(a, b) -> None:
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32, got {t.dtype}")
+            raise TypeError(f"{name} must be float16, bfloat16 or float32, "
+                            f"got {t.dtype}")
         if not t.is_contiguous() or any(s <= 0 or s & (s - 1) for s in t.shape):
-            raise ValueError(f"{name} must be contiguous with power-of-two sizes, got {tuple(t.shape)}")
+            raise ValueError(f"{name} must be contiguous with power-of-two sizes, "
+                             f"got {tuple(t.shape)}")
         if t.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
-            raise ValueError(f"{name} is on the CPU: CPU tensors need TRITON_INTERPRET=1 (Triton's interpreter)")
+            raise ValueError(f"{name} is on the CPU: CPU tensors need "
+                             "TRITON_INTERPRET=1 (Triton's interpreter)")
     if a.dim() != 2 or b.dim() not in (1, 2):
-        raise ValueError(f"a must be 2-D and b 1-D or 2-D, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(f"a must be 2-D and b 1-D or 2-D, got {tuple(a.shape)} "
+                         f"and {tuple(b.shape)}")
     if a.device != b.device:
-        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
-    shape = broadcast_shape(a.shape, b.shape)  # ValueError here, before the kernel sees it
+        raise ValueError(f"a and b must be on the same device, got {a.device} "
+                         f"and {b.device}")
+
+
+def broadcast_add(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a + b by `broadcast_add_kernel`: a is 2-D, b 1-D or 2-D, sizes powers of two."""
+    _check_operands(a, b)
+    shape = broadcast_shape(a.shape, b.shape)  # ValueError here, before the kernel
     if shape[0] * shape[1] > MAX_TILE:
-        raise ValueError(f"a + b has shape {shape}: one program holds it as one tile of at most {MAX_TILE} elements")
-    out = torch.empty(shape, device=a.device, dtype=torch.promote_types(a.dtype, b.dtype))
+        raise ValueError(f"a + b has shape {shape}: one program holds it as one tile "
+                         f"of at most {MAX_TILE} elements")
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    out = torch.empty(shape, device=a.device, dtype=dtype)
     b0, b1 = (1, b.shape[0]) if b.dim() == 1 else b.shape
     broadcast_add_kernel[(1,)](a, b, out, *a.shape, b0, b1, *shape, B_1D=b.dim() == 1)
     return out
@@ -230,12 +246,13 @@ def row_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
-    offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)  # the rows this program owns
+    offs_m = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)  # rows it owns
     acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
     for start in range(0, N, BLOCK_N):  # walk along the row
         offs_n = start + tl.arange(0, BLOCK_N)
         mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        tile = tl.load(x_ptr + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n, mask=mask, other=0.0)
+        tile = tl.load(x_ptr + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n,
+                       mask=mask, other=0.0)
         acc += tl.sum(tile.to(tl.float32), axis=1)  # (BLOCK_M, BLOCK_N) -> (BLOCK_M,)
     tl.store(out_ptr + offs_m, acc, mask=offs_m < M)
 
@@ -245,12 +262,13 @@ def col_sum_kernel(
     x_ptr, out_ptr, M, N, stride_m, stride_n,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
-    offs_n = tl.program_id(axis=0) * BLOCK_N + tl.arange(0, BLOCK_N)  # the columns this program owns
+    offs_n = tl.program_id(axis=0) * BLOCK_N + tl.arange(0, BLOCK_N)  # columns it owns
     acc = tl.zeros((BLOCK_N,), dtype=tl.float32)
     for start in range(0, M, BLOCK_M):  # walk down the columns
         offs_m = start + tl.arange(0, BLOCK_M)
         mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-        tile = tl.load(x_ptr + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n, mask=mask, other=0.0)
+        tile = tl.load(x_ptr + offs_m[:, None] * stride_m + offs_n[None, :] * stride_n,
+                       mask=mask, other=0.0)
         acc += tl.sum(tile.to(tl.float32), axis=0)  # (BLOCK_M, BLOCK_N) -> (BLOCK_N,)
     tl.store(out_ptr + offs_n, acc, mask=offs_n < N)
 # --8<-- [end:sum-kernels]
@@ -259,11 +277,13 @@ def col_sum_kernel(
 # %%
 # --8<-- [start:sum-launchers]
 def _check_int32_offsets(x: torch.Tensor, block_m: int, block_n: int) -> None:
-    """The sum kernels compute int32 offsets: refuse a view whose offsets (or tile indices) pass 2**31 - 1."""
+    """Refuse a view whose int32 offsets (tile ends included) would pass 2**31 - 1."""
     M, N = x.shape
-    largest = max(reach(x), triton.cdiv(M, block_m) * block_m - 1, triton.cdiv(N, block_n) * block_n - 1)
+    largest = max(reach(x), triton.cdiv(M, block_m) * block_m - 1,
+                  triton.cdiv(N, block_n) * block_n - 1)
     if largest > INT32_MAX:
-        raise ValueError(f"x needs offsets up to {largest}: the sum kernels' int32 offsets stop at 2**31 - 1")
+        raise ValueError(f"x needs offsets up to {largest}: the sum kernels' int32 "
+                         "offsets stop at 2**31 - 1")
 
 
 def row_sum(x: torch.Tensor, *, block_m: int = 16, block_n: int = 128) -> torch.Tensor:
@@ -330,71 +350,9 @@ def self_check() -> None:
     torch.testing.assert_close(transpose(x[0]), x[0].t().contiguous(), rtol=0, atol=0)
     a, b = torch.randn(4, 1, device=DEVICE), torch.randn(8, device=DEVICE)
     torch.testing.assert_close(broadcast_add(a, b), a + b, rtol=0, atol=0)
-    print(f"strides: copy_2d, row_sum and col_sum match torch on {DEVICE.type} for {list(views(x))}")
+    print(f"strides: copy_2d, row_sum and col_sum match torch on {DEVICE.type} "
+          f"for {list(views(x))}")
 # --8<-- [end:check]
-
-
-# %% [markdown]
-# ## Benchmark spec
-#
-# A transpose of a square fp32 matrix: every element is read once and written
-# once, so it is measured against the copy ceiling. `torch` is `x.t().contiguous()`.
-
-
-# %%
-BENCHMARKS = [
-    {
-        "name": "strides_transpose_fp32",
-        "title": "Transpose (copy of x.t()), fp32, S x S",
-        "x_name": "S",
-        "x_vals": [1024, 2048, 3000, 4096, 6000, 8192, 16_384],
-        "tiny_x_vals": [1, 33, 129],
-        "providers": ["triton", "torch", "torch.compile"],
-        "metric": "GB/s",
-        "ceiling": "copy",
-        "args": {},
-    },
-]
-
-
-# The fastest of five block shapes for an 8192 x 8192 transpose on the H200 (measured).
-TUNED_BLOCKS = {"block_m": 64, "block_n": 64}
-
-
-def bench_case(name: str, provider: str, x: int, device=None) -> dict:
-    """Inputs and the callable for one benchmark point (see `BENCHMARKS`)."""
-    device = DEVICE if device is None else device
-    a = torch.randn(x, x, device=device, dtype=torch.float32)
-    fns = {
-        "triton": lambda: transpose(a, **TUNED_BLOCKS),
-        "torch": lambda: a.t().contiguous(),
-    }
-    return {
-        **(_compiled_peer(_torch_transpose, a) if provider == "torch.compile" else {"fn": fns[provider]}),
-        "ref": lambda: a.t().contiguous(),
-        "work": 2 * x * x * a.element_size(),  # bytes: read x, write y
-        "rtol": 0.0,
-        "atol": 0.0,
-    }
-
-
-def _torch_transpose(a: torch.Tensor) -> torch.Tensor:
-    """What the torch.compile peer compiles: the same call as the "torch" provider."""
-    return a.t().contiguous()
-
-
-def _compiled_peer(fn, *inputs, **options) -> dict:
-    """The torch.compile peer of one point: `scripts/bench.py` compiles `compile` itself, afresh for
-    this shape (`dynamic=False`, after `torch.compiler.reset()`), and calls it on `inputs`; `fn`
-    does the same on its first call, for a direct call of the case."""
-    compiled = []
-
-    def call():
-        if not compiled:
-            compiled.append(torch.compile(fn, dynamic=False, **options))
-        return compiled[0](*inputs)
-
-    return {"fn": call, "compile": fn, "inputs": inputs, "compile_options": options}
 
 
 # %%

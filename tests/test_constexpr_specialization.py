@@ -10,6 +10,8 @@ from triton.backends.compiler import BaseBackend
 from triton.compiler.errors import CompileTimeAssertionFailure
 from triton.runtime.errors import InterpreterError
 
+from benchmarks.cases import constexpr_specialization as cases
+
 STATIC_ASSERT_ERRORS = (CompileTimeAssertionFailure, InterpreterError)  # GPU, interpreter
 
 
@@ -292,11 +294,11 @@ def test_gpu_disk_cache(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- bench spec and self-check
-@pytest.mark.parametrize("provider", ex.BENCHMARKS[0]["providers"])
+@pytest.mark.parametrize("provider", cases.BENCHMARKS[0]["providers"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         assert case["work"] == 8 * x
 

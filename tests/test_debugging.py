@@ -5,6 +5,8 @@ import pytest
 import torch
 from support import DEVICE, ON_GPU, requires_gpu
 
+from benchmarks.cases import debugging as cases
+
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 17), (9, 127), (4, 1025)])
 def test_row_sum_matches_torch(shape):
@@ -204,13 +206,13 @@ def test_gpu_device_print(capfd):
 
 @requires_gpu
 def test_gpu_bench_case():
-    case = ex.bench_case("row_sum_fp32", "triton", 1000)
+    case = cases.bench_case("row_sum_fp32", "triton", 1000)
     torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 
 def test_bench_case_tiny():
-    for provider in ex.BENCHMARKS[0]["providers"]:
-        case = ex.bench_case("row_sum_fp32", provider, 17)
+    for provider in cases.BENCHMARKS[0]["providers"]:
+        case = cases.bench_case("row_sum_fp32", provider, 17)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 

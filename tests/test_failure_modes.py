@@ -10,6 +10,8 @@ import torch
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, requires_gpu, tolerances
 from triton.runtime.errors import OutOfResources
 
+from benchmarks.cases import failure_modes as cases
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -355,11 +357,11 @@ def test_add_bad_inputs():
 
 
 # ----------------------------------------------------------------------------- bench spec and self-check
-@pytest.mark.parametrize("provider", ex.BENCHMARKS[0]["providers"])
+@pytest.mark.parametrize("provider", cases.BENCHMARKS[0]["providers"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=0, atol=0)
         assert case["work"] == x
 

@@ -3,6 +3,8 @@ import pytest
 import torch
 from support import DEVICE, FLOAT_DTYPES, ODD_SIZES, ON_GPU, requires_gpu, tolerances
 
+from benchmarks.cases import launch_grids as cases
+
 
 def x_(*shape, dtype=torch.float32):
     return torch.randn(*shape, device=DEVICE, dtype=dtype)
@@ -310,9 +312,9 @@ def test_self_check_runs(capsys):
 
 @pytest.mark.parametrize("provider", ["triton", "torch"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x, **spec["args"])
+        case = cases.bench_case(spec["name"], provider, x, **spec["args"])
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
         assert case["work"] > 0
 

@@ -3,6 +3,8 @@ import strides as ex
 import torch
 from support import DEVICE, FLOAT_DTYPES, requires_gpu, tolerances
 
+from benchmarks.cases import strides as cases
+
 
 def x_(*shape, dtype=torch.float32):
     return torch.randn(*shape, device=DEVICE, dtype=dtype)
@@ -416,9 +418,9 @@ def test_broadcast_add_bad_inputs(a, b, err, words):
 
 @pytest.mark.parametrize("provider", ["triton", "torch"])
 def test_bench_case(provider):
-    spec = ex.BENCHMARKS[0]
+    spec = cases.BENCHMARKS[0]
     for x in spec["tiny_x_vals"]:
-        case = ex.bench_case(spec["name"], provider, x)
+        case = cases.bench_case(spec["name"], provider, x)
         torch.testing.assert_close(case["fn"](), case["ref"](), rtol=case["rtol"], atol=case["atol"])
 
 
