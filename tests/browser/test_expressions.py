@@ -87,7 +87,7 @@ def test_whole_site_kinds_quote_every_result_file():
 def test_one_kernels_targets_quote_the_benches_they_judge():
     # A kernel page's `targets <prefix>` is not a whole-site table: its page must still get the
     # notice for points of those benches that a second run did not reproduce.
-    specs = results.presentation()
+    specs = results.load().specs
     quoted = expressions.quoted_benches("{{ bench targets softmax }}", specs)
     assert quoted == {"softmax_fp32"}
     assert {"matmul_fp16", "matmul_persistent_fp16"} <= expressions.quoted_benches("{{ bench targets matmul }}", specs)
