@@ -20,12 +20,13 @@ INSTALL_INTO = $(if $(UV),$(1)/bin/uv pip install --compile-bytecode --python $(
 INSTALL = $(call INSTALL_INTO,$(VENV))
 LOCAL_WHEELS = $(foreach d,$(shell $(PY) -m pip config get global.find-links 2>/dev/null),--find-links $(d))
 
-.PHONY: help install install-site serve build test test-latest-triton lint bench-tiny gpu-check screenshot clean
+.PHONY: help install install-site serve build test test-latest-triton lint notebooks bench-tiny gpu-check screenshot clean
 
 help:
 	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
 	@echo "make test    install and run the whole verification (tests, code blocks, site, browser)"
 	@echo "make gpu-check   on a CUDA machine: re-verify what changed (FULL=1: everything), recorded in benchmarks/verified/"
+	@echo "make notebooks   after editing an example: write notebooks/<story>.ipynb (what Open in Colab opens)"
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -58,6 +59,10 @@ build: install-site
 
 lint: install
 	$(BIN)/ruff check .
+
+# notebooks/<story>.ipynb, made from examples/ for "Open in Colab" (Colab opens what GitHub holds)
+notebooks: install-site
+	$(BIN)/python -m scripts.notebooks --write-committed
 
 # The whole verification, in the order a failure is cheapest to read.
 test: install

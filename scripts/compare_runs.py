@@ -9,8 +9,8 @@ that time a kernel (``do_bench`` and ``cudagraph`` rows), are not host-bound in 
 and take at least ``--min-us`` (20 µs) in either run; for each, the report gives the ratio
 of times B / A (above 1: B slower) and lists those differing by more than ``--tolerance`` (5%).
 Host-bound, short and host wall-clock points are counted and listed apart, with their
-ratios, but not judged. Examples whose two runs measured different code (``code_sha256`` where
-both runs recorded it, else ``source_sha256``) are left out and named. The exit code is 1
+ratios, but not judged. Stories whose two runs measured different code (their ``code_sha256``,
+over the example and its case file, differs or is missing) are left out and named. The exit code is 1
 when a judged point differs or no point could be judged, 0 otherwise; a folder without result
 files is an error. The summary line is printed last, before the names of the examples left out.
 """
@@ -238,7 +238,7 @@ def main(argv=None) -> int:
     text = report(c, args.run_a, args.run_b, meta_a, meta_b)
     if other_code:
         text += ("\n\nNot compared, because the two runs measured different versions of the example "
-                 f"(their `code_sha256`, or `source_sha256`, differs): {', '.join(other_code)}.\n")
+                 f"or its case (their `code_sha256` differs): {', '.join(other_code)}.\n")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text)

@@ -166,7 +166,7 @@ def _point_kind(name: str, help: str) -> Kind:
 
 
 def _targets_quote(values: tuple, specs: dict | None) -> set[str] | None:
-    """One kernel's targets (a prefix, with the examples' specs) quote the benches they judge;
+    """One kernel's targets (a prefix, with the specs of presentation.yml) quote the benches they judge;
     the whole table, or a prefix without the specs, every result file."""
     (words,) = values
     if not words or specs is None:

@@ -341,8 +341,8 @@ def toc_depth(config) -> int:
 
 def committed_notebook(stem: str) -> str | None:
     """The repository path of a committed notebook of this example, for Colab's GitHub opener
-    (it opens only a .ipynb that the repository holds). The site's notebooks are made at build
-    time and none is committed, so today this is None and no Colab link is shown."""
+    (it opens only a .ipynb that the repository holds): ``notebooks/<stem>.ipynb``, written by
+    ``make notebooks`` (``scripts/notebooks.py``, ``colab_notebook``); None without one."""
     for rel in (f"examples/{stem}.ipynb", f"notebooks/{stem}.ipynb"):
         if (ROOT / rel).is_file() and _tracked(rel):
             return rel

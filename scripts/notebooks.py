@@ -290,6 +290,8 @@ def available_cores() -> int:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--worker"]:
         return _worker(Path(argv[1]), [Path(p) for p in argv[2:]])
+    if argv[:1] == ["--write-committed"]:
+        return write_committed()
     for path in map(Path, argv):
         nb = execute_notebook(json.loads(path.read_text()), path.stem, Path("/tmp"))
         for cell in nb["cells"]:
@@ -339,6 +341,58 @@ def example_to_notebook(source: str, recorded: dict | None = None) -> bytes:
         cell["id"] = f"cell-{i}"
     nb.metadata["executed_with"] = {name: version_of(name) for name in ("python", "torch", "triton")}
     return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
+
+
+# ----------------------------------------------------------------------------- committed, for Colab
+ROOT = Path(__file__).resolve().parent.parent
+COMMITTED = ROOT / "notebooks"  # notebooks/<stem>.ipynb: what "Open in Colab" opens (Colab reads GitHub)
+COLAB_NOTE = ("**On Colab**: choose a GPU runtime (*Runtime > Change runtime type*) to run the kernels "
+              "on the GPU; on a CPU runtime they run in Triton's interpreter. This notebook is made "
+              "from `examples/{stem}.py` (`make notebooks`); the file is the one to edit.")
+
+
+def colab_notebook(source: str, stem: str) -> bytes:
+    """The committed notebook of one example: its cells as the site's notebook has them, a first
+    note for Colab, no outputs and no record of the machine that made it (so it changes only when
+    the example does)."""
+    import jupytext
+    import nbformat
+
+    nb = jupytext.reads(example_to_notebook(source).decode(), fmt="ipynb")
+    nb.metadata.pop("executed_with", None)
+    nb.cells.insert(1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0,
+                    nbformat.v4.new_markdown_cell(COLAB_NOTE.format(stem=stem)))
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
+
+
+def committed_cells(data: bytes) -> list[tuple[str, str]]:
+    """(cell type, source) of each cell: what must match between a committed notebook and its
+    example (the JSON layout may differ between jupytext versions)."""
+    nb = json.loads(data)
+    return [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+            for c in nb["cells"]]
+
+
+def write_committed(examples: Path = ROOT / "examples", out: Path = COMMITTED) -> int:
+    """Write notebooks/<stem>.ipynb for every example (and remove those of examples gone)."""
+    from scripts import results
+
+    out.mkdir(exist_ok=True)
+    stems = set()
+    for src in results.example_files(examples):
+        stems.add(src.stem)
+        data = colab_notebook(src.read_text(), src.stem)
+        path = out / f"{src.stem}.ipynb"
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+            print(f"wrote {path.relative_to(ROOT)}")
+    for old in out.glob("*.ipynb"):
+        if old.stem not in stems:
+            old.unlink()
+            print(f"removed {old.relative_to(ROOT)}")
+    return 0
 
 
 @functools.cache  # per build: the module is imported afresh each one

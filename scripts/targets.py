@@ -336,7 +336,7 @@ def markdown_table(data: results.Results, prefix: str = "", order: list[str] | N
     checks = [_check(data, t, x) for t, x in matching(data.specs, prefix, order)]
     if not checks:
         raise results.ResultError(f"no target starts with {prefix!r}" + (
-            "" if declared(data.specs) else " (no bench spec declares a target: were the examples' specs loaded?)"))
+            "" if declared(data.specs) else " (no bench declares a target: was benchmarks/presentation.yml read?)"))
     for c in checks:
         note = f" <br><small>{c.detail}</small>" if c.detail else ""
         icon = {"met": "met", "missed": f"**missed** (needs {c.shown(c.threshold)})",

@@ -208,3 +208,21 @@ def test_notebook_toc_and_colab_link():
     assert 'href="x.ipynb" download' in out and "colab" not in out  # no committed notebook: no Colab link
     out = pages.notebook_actions("<h1>T</h1>", "x", "https://github.com/o/r", "notebooks/x.ipynb")
     assert "colab.research.google.com/github/o/r/blob/main/notebooks/x.ipynb" in out
+
+
+def test_every_example_has_its_committed_notebook_in_step():
+    """notebooks/<stem>.ipynb, which "Open in Colab" opens, holds its example's cells as they are
+    now (`make notebooks` writes them), and every notebook page of the site links to it."""
+    from scripts import notebooks, results
+
+    examples = results.example_files()
+    committed = sorted(p.stem for p in notebooks.COMMITTED.glob("*.ipynb"))
+    assert committed == [p.stem for p in examples], "run `make notebooks`"
+    stale = [src.stem for src in examples
+             if notebooks.committed_cells((notebooks.COMMITTED / f"{src.stem}.ipynb").read_bytes())
+             != notebooks.committed_cells(notebooks.colab_notebook(src.read_text(), src.stem))]
+    assert not stale, f"notebooks/ lags behind its examples: {stale}; run `make notebooks`"
+    if SITE.is_dir():
+        for src in examples:
+            page = (SITE / "examples" / src.stem / "index.html").read_text()
+            assert f"/blob/main/notebooks/{src.stem}.ipynb" in page, f"{src.stem}: no Open in Colab link"

@@ -1,4 +1,4 @@
-"""(d) How the Benchmarks page judges its speed targets (declared in the examples' specs, judged by
+"""(d) How the Benchmarks page judges its speed targets (declared in benchmarks/presentation.yml, judged by
 scripts/targets.py), on made-up rows.
 
 A target compares kernel time with kernel time: where a do_bench point involved is host-bound,
