@@ -91,6 +91,26 @@ def test_code_on_a_built_teaching_page_fits_without_scrolling(rel, built, site_d
     assert not wide, f"{rel}: {len(wide)} code line(s) over {teaching.CODE_COLUMNS} columns: {wide[:5]}"
 
 
+WIDE_LISTINGS = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  return [...document.querySelectorAll('article pre > code')]
+    .filter(c => c.clientWidth > 0 && c.scrollWidth > c.clientWidth + 1)
+    .map(c => `${c.scrollWidth - c.clientWidth} px: ${c.textContent.trim().slice(0, 50)}`);
+}"""
+
+
+@pytest.mark.parametrize("rel,built", BUILT, ids=[rel for rel, _ in BUILT])
+def test_listings_of_a_teaching_page_need_no_scroll_bar_on_a_desktop(rel, built, base_url, page):
+    """In a real browser at 1280 px (and at 960 px, the narrowest width with the navigation
+    beside the content), no listing of a teaching page scrolls sideways: the stylesheet's code
+    font fits CODE_COLUMNS (checked on the text above) in the content column."""
+    for width in (1280, 960):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(base_url + built.relative_to(SITE).parent.as_posix() + "/", wait_until="load")
+        wide = page.evaluate(WIDE_LISTINGS)
+        assert not wide, f"{rel} at {width} px: {len(wide)} listing(s) scroll sideways: {wide[:3]}"
+
+
 @pytest.mark.parametrize("rel", teaching_sources())
 def test_teaching_page_source_is_clean(rel):
     """History references and the prose word limits, on the Markdown source (scripts/teaching.py)."""
