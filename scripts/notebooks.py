@@ -313,6 +313,13 @@ def example_to_notebook(source: str, recorded: dict | None = None) -> bytes:
     comes from, and ``metadata["recorded_on"]``: the build shows it instead of running the example
     in the interpreter."""
     import jupytext
+
+    return (jupytext.writes(_notebook(source, recorded), fmt="ipynb") + "\n").encode()
+
+
+def _notebook(source: str, recorded: dict | None = None):
+    """``example_to_notebook``'s notebook, as an nbformat object (``colab_notebook`` edits it)."""
+    import jupytext
     import nbformat
 
     text = sections.without_markers(source)
@@ -340,7 +347,7 @@ def example_to_notebook(source: str, recorded: dict | None = None) -> bytes:
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i}"
     nb.metadata["executed_with"] = {name: version_of(name) for name in ("python", "torch", "triton")}
-    return (jupytext.writes(nb, fmt="ipynb") + "\n").encode()
+    return nb
 
 
 # ----------------------------------------------------------------------------- committed, for Colab
@@ -358,7 +365,7 @@ def colab_notebook(source: str, stem: str) -> bytes:
     import jupytext
     import nbformat
 
-    nb = jupytext.reads(example_to_notebook(source).decode(), fmt="ipynb")
+    nb = _notebook(source)
     nb.metadata.pop("executed_with", None)
     nb.cells.insert(1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0,
                     nbformat.v4.new_markdown_cell(COLAB_NOTE.format(stem=stem)))

@@ -343,9 +343,10 @@ def stale_results(data: Results, examples_dir: Path = EXAMPLES_DIR, cases_dir: P
         files = story_files(example, examples_dir, cases_dir)
         recorded = meta.get("code_sha256")
         reason = None
-        missing = [p for p in files if not p.exists()]
+        missing = [label for label, p in zip((f"examples/{example}.py", f"benchmarks/cases/{example}.py"), files,
+                                             strict=True) if not p.exists()]
         if missing:
-            reason = f"{missing[0].relative_to(missing[0].parents[1]).as_posix()} does not exist"
+            reason = f"{missing[0]} does not exist"
         elif not recorded or "sources" not in meta:
             reason = "measured before its benchmark moved to benchmarks/cases/ (no case file recorded)"
         else:
