@@ -112,6 +112,46 @@ def layer_norm_fwd_kernel(
 
 
 # %% [markdown]
+# ## Several rows per program
+#
+# For short rows one program per row leaves each program little to load and many
+# programs to schedule: at `N = 1024` a row is 2 KB of fp16. `ROWS` rows per program
+# make one `[ROWS, BLOCK_N]` tile, one load of several rows, and the statistics are
+# reduced along `axis=1`. The launcher picks the tiling by `N` from `FWD_TABLE`.
+
+
+# %%
+# --8<-- [start:forward-variants]
+@triton.jit
+def layer_norm_fwd_rows_kernel(
+    x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,  # as layer_norm_fwd_kernel
+    n_rows,  # M: the last tile's rows past M are masked
+    n_cols, stride_xm, stride_ym, eps,
+    ROWS: tl.constexpr,  # rows per program, one [ROWS, BLOCK_N] tile
+    BLOCK_N: tl.constexpr,
+):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    rmask = rows < n_rows
+    cmask = cols < n_cols
+    mask = rmask[:, None] & cmask[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+    x = x.to(tl.float32)
+    mean = tl.sum(x, axis=1) / n_cols
+    xc = tl.where(mask, x - mean[:, None], 0.0)
+    var = tl.sum(xc * xc, axis=1) / n_cols
+    rstd = tl.rsqrt(var + tl.cast(eps, tl.float32))
+    w = tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+    y = xc * rstd[:, None] * w[None, :] + b[None, :]
+    y_offs = rows[:, None] * stride_ym + cols[None, :]
+    tl.store(y_ptr + y_offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(mean_ptr + rows, mean, mask=rmask)
+    tl.store(rstd_ptr + rows, rstd, mask=rmask)
+# --8<-- [end:forward-variants]
+
+
+# %% [markdown]
 # ## The backward, stage 1: dx, and partial dW and db per group of rows
 #
 # With `x_hat = (x - mean) * rstd` and `g = dy * w`:
@@ -171,6 +211,86 @@ def layer_norm_bwd_kernel(
     tl.store(dw_part_ptr + part, dw_acc, mask=mask)
     tl.store(db_part_ptr + part, db_acc, mask=mask)
 # --8<-- [end:backward-kernel]
+
+
+# %% [markdown]
+# ## The backward for long rows: two passes over four chunks
+#
+# At `N = 16384` a whole row of `x`, `dy` and `w` in fp32 plus the two
+# accumulators is more than an SM's registers hold, and the shipped stage 1
+# spills. This variant splits the row into four `CHUNK`-wide pieces, each with its
+# own pair of accumulators (four pairs: the same bytes as one full row, but no
+# piece of `x` or `dy` has to stay live beside them). Pass 1 loads the four pieces
+# for `c1` and `c2`; pass 2 loads them again (from L1 or L2), writes `dx` and adds
+# to that piece's accumulators. `w` is loaded per row, not held.
+
+
+# %%
+# --8<-- [start:backward-long-kernel]
+@triton.jit
+def _bwd_piece(x_row, dy_row, w_ptr, cols, n_cols, mean, rstd):
+    """x_hat, g = dy * w and dy of one piece of a row, fp32, 0 past N."""
+    mask = cols < n_cols
+    x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    x_hat = tl.where(mask, (x - mean) * rstd, 0.0)
+    return x_hat, dy * w, dy
+
+
+@triton.jit
+def _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, cols, n_cols, mean, rstd, c1, c2,
+                  dw, db):
+    """Pass 2 on one piece: store its dx, return its accumulators updated."""
+    x_hat, g, dy = _bwd_piece(x_row, dy_row, w_ptr, cols, n_cols, mean, rstd)
+    dx = (g - (x_hat * c1 + c2)) * rstd
+    tl.store(dx_row + cols, dx.to(dx_row.dtype.element_ty), mask=cols < n_cols)
+    return dw + dy * x_hat, db + dy
+
+
+@triton.jit
+def layer_norm_bwd_long_kernel(
+    dy_ptr, x_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, dw_part_ptr, db_part_ptr,
+    n_rows, n_cols, stride_dym, stride_xm, stride_dxm,  # as layer_norm_bwd_kernel
+    CHUNK: tl.constexpr,  # BLOCK_N // 4: a row is four pieces
+    NUM_STAGES: tl.constexpr,  # rows whose loads are in flight at once
+):
+    group = tl.program_id(0)
+    c = tl.arange(0, CHUNK)
+    dw0 = tl.zeros([CHUNK], dtype=tl.float32)
+    dw1, dw2, dw3 = dw0, dw0, dw0
+    db0, db1, db2, db3 = dw0, dw0, dw0, dw0
+    for i in tl.range(group, n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
+        row = tl.cast(i, tl.int64)
+        x_row = x_ptr + row * stride_xm
+        dy_row = dy_ptr + row * stride_dym
+        dx_row = dx_ptr + row * stride_dxm
+        mean = tl.load(mean_ptr + row)
+        rstd = tl.load(rstd_ptr + row)
+        h0, g0, _ = _bwd_piece(x_row, dy_row, w_ptr, c, n_cols, mean, rstd)
+        h1, g1, _ = _bwd_piece(x_row, dy_row, w_ptr, c + CHUNK, n_cols, mean, rstd)
+        h2, g2, _ = _bwd_piece(x_row, dy_row, w_ptr, c + 2 * CHUNK, n_cols, mean, rstd)
+        h3, g3, _ = _bwd_piece(x_row, dy_row, w_ptr, c + 3 * CHUNK, n_cols, mean, rstd)
+        c1 = tl.sum(g0 * h0 + g1 * h1 + g2 * h2 + g3 * h3, axis=0) / n_cols
+        c2 = tl.sum(g0 + g1 + g2 + g3, axis=0) / n_cols
+        dw0, db0 = _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, c, n_cols, mean, rstd,
+                                 c1, c2, dw0, db0)
+        dw1, db1 = _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, c + CHUNK, n_cols, mean,
+                                 rstd, c1, c2, dw1, db1)
+        dw2, db2 = _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, c + 2 * CHUNK, n_cols,
+                                 mean, rstd, c1, c2, dw2, db2)
+        dw3, db3 = _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, c + 3 * CHUNK, n_cols,
+                                 mean, rstd, c1, c2, dw3, db3)
+    part = group.to(tl.int64) * n_cols + c
+    tl.store(dw_part_ptr + part, dw0, mask=c < n_cols)
+    tl.store(db_part_ptr + part, db0, mask=c < n_cols)
+    tl.store(dw_part_ptr + part + CHUNK, dw1, mask=c + CHUNK < n_cols)
+    tl.store(db_part_ptr + part + CHUNK, db1, mask=c + CHUNK < n_cols)
+    tl.store(dw_part_ptr + part + 2 * CHUNK, dw2, mask=c + 2 * CHUNK < n_cols)
+    tl.store(db_part_ptr + part + 2 * CHUNK, db2, mask=c + 2 * CHUNK < n_cols)
+    tl.store(dw_part_ptr + part + 3 * CHUNK, dw3, mask=c + 3 * CHUNK < n_cols)
+    tl.store(db_part_ptr + part + 3 * CHUNK, db3, mask=c + 3 * CHUNK < n_cols)
+# --8<-- [end:backward-long-kernel]
 
 
 # %% [markdown]
@@ -263,6 +383,26 @@ def _bwd_settings(block_n: int) -> tuple[int, int, int]:
     return (8, 1, 1) if block_n == 16384 else (32, 1, 1)
 
 
+# Per BLOCK_N, the forward's tiling where it is not one row per program with
+# _num_warps warps: ("rows", ROWS, warps) for layer_norm_fwd_rows_kernel, ("row",
+# BLOCK_N, warps) for the one-row kernel with other warps (the fastest measured on
+# an H200: two rows per program at 1024, 8 warps at 16384). Stage 1 of the
+# backward where not _bwd_settings: (kind, warps, programs per SM, stages), kind
+# "long" for layer_norm_bwd_long_kernel (16 warps, one program per SM at 16384),
+# "row" for layer_norm_bwd_kernel.
+FWD_TABLE: dict[int, tuple[str, int, int]] = {
+    1024: ("rows", 2, 4), 16384: ("row", 16384, 8)}
+BWD_TABLE: dict[int, tuple[str, int, int, int]] = {16384: ("long", 16, 1, 1)}
+
+
+def _bwd_plan(block_n: int) -> tuple[bool, int, int, int]:
+    """(long kernel?, warps, programs per SM, stages) of stage 1."""
+    plan = BWD_TABLE.get(int(block_n))  # a SymInt under torch.compile: not hashable
+    if plan is not None:
+        return plan[0] == "long", *plan[1:]
+    return False, *_bwd_settings(block_n)
+
+
 def _reduce_tile(block_n: int) -> tuple[int, int, int, int]:
     """Stage 2's (partial rows per step, columns per program, warps, stages): many
     programs over narrow columns when there are many partial rows (short rows), the
@@ -280,7 +420,7 @@ def _num_groups(n_rows: int, block_n: int, device: torch.device,
     most one per row. n_rows >= 1; under torch.compile with dynamic shapes it is a
     torch.SymInt, and so is the result."""
     if num_groups is None:
-        per_sm = _bwd_settings(block_n)[1]  # (2)!
+        per_sm = _bwd_plan(block_n)[2]  # (2)!
         return torch.sym_min(n_rows, _sm_count(device) * per_sm)
     g = num_groups
     if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= INT32_MAX:
@@ -292,6 +432,13 @@ def _num_groups(n_rows: int, block_n: int, device: torch.device,
 def _launcher(kernel, wrap: bool):
     """kernel[grid](...) eagerly; wrap_triton(kernel)[grid](...) in a triton_op."""
     return wrap_triton(kernel) if wrap else kernel
+
+
+def _launch(kernel, grid, args: tuple, constexprs: dict, num_warps: int,
+            wrap: bool = False) -> None:
+    """kernel[grid](*args, **constexprs, num_warps=num_warps), through wrap_triton
+    when wrap (inside a triton_op)."""
+    _launcher(kernel, wrap)[grid](*args, **constexprs, num_warps=num_warps)
 
 
 def _check_tensor(name: str, t) -> None:
@@ -367,10 +514,17 @@ def _layer_norm_fwd(x, weight, bias, eps, wrap=False):
     if n_rows == 0 or n_cols == 0:  # an empty y (and NaN statistics for N = 0)
         return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
     block_n = triton.next_power_of_2(n_cols)
-    _launcher(layer_norm_fwd_kernel, wrap)[(n_rows,)](
-        x2, y, weight.contiguous(), bias.contiguous(), mean, rstd,  # (3)!
-        n_cols, x2.stride(0), n_cols, float(eps),
-        BLOCK_N=block_n, num_warps=_num_warps(block_n))
+    w, b = weight.contiguous(), bias.contiguous()  # (3)!
+    kind, size, warps = FWD_TABLE.get(  # int(): under torch.compile N may be a SymInt
+        int(block_n), ("row", block_n, _num_warps(block_n)))
+    if kind == "rows":
+        _launch(layer_norm_fwd_rows_kernel, (triton.cdiv(n_rows, size),),
+                (x2, y, w, b, mean, rstd, n_rows, n_cols, x2.stride(0), n_cols,
+                 float(eps)), {"ROWS": size, "BLOCK_N": block_n}, warps, wrap)
+    else:
+        _launch(layer_norm_fwd_kernel, (n_rows,),
+                (x2, y, w, b, mean, rstd, n_cols, x2.stride(0), n_cols, float(eps)),
+                {"BLOCK_N": block_n}, warps, wrap)
     return y, mean, rstd
 
 
@@ -412,17 +566,22 @@ def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
     groups = _num_groups(n_rows, block_n, x.device, num_groups)  # SymInt if dynamic
     dw_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)  # (4)!
     db_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)
-    warps, _, stages = _bwd_settings(block_n)
-    _launcher(layer_norm_bwd_kernel, wrap)[(groups,)](
-        dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,
-        n_rows, n_cols, dy2.stride(0), x2.stride(0), n_cols,
-        BLOCK_N=block_n, NUM_STAGES=stages, num_warps=warps)
+    long, warps, _, stages = _bwd_plan(block_n)
+    args = (dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,
+            n_rows, n_cols, dy2.stride(0), x2.stride(0), n_cols)
+    if long and block_n >= 4:
+        _launch(layer_norm_bwd_long_kernel, (groups,), args,
+                {"CHUNK": block_n // 4, "NUM_STAGES": stages}, warps, wrap)
+    else:
+        _launch(layer_norm_bwd_kernel, (groups,), args,
+                {"BLOCK_N": block_n, "NUM_STAGES": stages}, warps, wrap)
     dw = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
     db = torch.empty(n_cols, device=x.device, dtype=weight.dtype)
     block_g, block_cols, warps, stages = _reduce_tile(block_n)
-    _launcher(layer_norm_dwdb_kernel, wrap)[(triton.cdiv(n_cols, block_cols),)](
-        dw_part, db_part, dw, db, groups, n_cols,
-        BLOCK_G=block_g, BLOCK_COLS=block_cols, NUM_STAGES=stages, num_warps=warps)
+    _launch(layer_norm_dwdb_kernel, (triton.cdiv(n_cols, block_cols),),
+            (dw_part, db_part, dw, db, groups, n_cols),
+            {"BLOCK_G": block_g, "BLOCK_COLS": block_cols, "NUM_STAGES": stages},
+            warps, wrap)
     return dx, dw, db
 # --8<-- [end:launcher]
 

@@ -161,6 +161,7 @@ def matmul_tma_kernel(
     WARP_SPECIALIZE: tl.constexpr,  # producer (TMA) and consumer (MMA) warps
     FLATTEN: tl.constexpr,  # fuse the tile loop and the K loop into one pipeline
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two (BLOCK_M, BLOCK_N / 2) halves
+    WARP_SPECIALIZE_K: tl.constexpr = False,  # producer/consumer warps on the K loop
 ):
     C_BLOCK_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
     a_desc = tl.make_tensor_descriptor(  # (1)!
@@ -176,7 +177,7 @@ def matmul_tma_kernel(
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BLOCK_K)):
+        for k in tl.range(0, tl.cdiv(K, BLOCK_K), warp_specialize=WARP_SPECIALIZE_K):
             a = a_desc.load([off_m, k * BLOCK_K])  # (2)!
             b = b_desc.load([k * BLOCK_K, off_n])
             acc = tl.dot(a, b, acc)
@@ -203,6 +204,40 @@ def matmul_tma_kernel(
 # --8<-- [start:configs]
 import functools
 
+# Launch settings measured on an H200, one row per autotune candidate:
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, {constexpr options}).
+# The "tma" rows' options override TMA_DEFAULTS. A sweep prints rows in this form.
+TMA_DEFAULTS = {"WARP_SPECIALIZE": False, "FLATTEN": True, "EPILOGUE_SUBTILE": False,
+                "WARP_SPECIALIZE_K": False}
+GPU_CONFIGS = {
+    "tiles": [  # 128 x 128 x 32 measured best on ragged shapes (N = 3000); 64 x 128
+        # x 128, 3 stages at 1024 (128 tiles for 132 SMs, a deep K step)
+        (128, 256, 64, 8, 8, 3, {}),
+        (64, 128, 128, 8, 4, 3, {}),
+        (128, 128, 64, 8, 8, 4, {}),
+        (64, 128, 64, 8, 4, 4, {}),
+        (128, 128, 32, 8, 4, 4, {}),
+    ],
+    "persistent": [
+        (128, 256, 64, 8, 8, 3, {}),
+        (128, 128, 64, 8, 8, 4, {}),
+        (64, 128, 64, 8, 4, 4, {}),
+    ],
+    "tma": [  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024, subtiled C at
+        # 4096-8192; 256 x 128, 4 stages, subtiled C on the ragged 4000 x 3000 x 2000
+        (128, 256, 64, 8, 8, 3, {}),
+        (128, 256, 64, 8, 8, 3, {"EPILOGUE_SUBTILE": True}),
+        (256, 128, 64, 8, 8, 4, {"EPILOGUE_SUBTILE": True}),
+        (128, 256, 64, 8, 8, 4, {"EPILOGUE_SUBTILE": True}),
+        (128, 256, 64, 8, 8, 3, {"WARP_SPECIALIZE": True, "FLATTEN": False}),
+        (128, 128, 64, 8, 4, 4, {}),
+        (64, 128, 64, 8, 4, 4, {}),
+    ],
+}
+# 4-byte elements: half the K depth fits shared memory (every variant)
+GPU_CONFIGS_FP32 = [(128, 128, 32, 8, 8, 3, {}), (64, 128, 32, 8, 4, 3, {})]
+CPU_CONFIG = (32, 32, 32, 4, 4, 1, {})  # the interpreter: one config, no tuning
+
 
 def _cfg(bm, bn, bk, group_m, warps, stages, **extra):
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **extra}
@@ -211,31 +246,14 @@ def _cfg(bm, bn, bk, group_m, warps, stages, **extra):
 
 def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
     """Autotune candidates for `variant` and `dtype` here (one config on the CPU)."""
-    tma_off = {"WARP_SPECIALIZE": False, "FLATTEN": True, "EPILOGUE_SUBTILE": False}
-    extra = tma_off if variant == "tma" else {}
-    if DEVICE.type != "cuda":  # the interpreter: one config, no tuning
-        return [_cfg(32, 32, 32, 4, 4, 1, **extra)]
-    if dtype == torch.float32:  # 4-byte elements: half the K depth fits shared memory
-        return [_cfg(128, 128, 32, 8, 8, 3, **extra),
-                _cfg(64, 128, 32, 8, 4, 3, **extra)]
-    if variant == "tma":  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024,
-        # subtiled C at 4096-8192; 256 x 128, 4 stages, subtiled C on the ragged
-        # 4000 x 3000 x 2000 (a sweep of directions)
-        sub = {**extra, "EPILOGUE_SUBTILE": True}
-        ws = {**extra, "WARP_SPECIALIZE": True, "FLATTEN": False}
-        return [
-            _cfg(128, 256, 64, 8, 8, 3, **extra),
-            _cfg(128, 256, 64, 8, 8, 3, **sub),
-            _cfg(256, 128, 64, 8, 8, 4, **sub),
-            _cfg(128, 256, 64, 8, 8, 3, **ws),
-            _cfg(128, 128, 64, 8, 4, 4, **extra),
-            _cfg(64, 128, 64, 8, 4, 4, **extra),
-        ]
-    configs = [_cfg(128, 256, 64, 8, 8, 3), _cfg(128, 128, 64, 8, 8, 4),
-               _cfg(64, 128, 64, 8, 4, 4)]
-    if variant == "tiles":  # BLOCK_K = 32 measured best on ragged shapes (N = 3000)
-        configs.append(_cfg(128, 128, 32, 8, 4, 4))
-    return configs
+    if DEVICE.type != "cuda":
+        rows = [CPU_CONFIG]
+    elif dtype == torch.float32:
+        rows = GPU_CONFIGS_FP32
+    else:
+        rows = GPU_CONFIGS[variant]
+    base = TMA_DEFAULTS if variant == "tma" else {}
+    return [_cfg(*row[:6], **{**base, **row[6]}) for row in rows]
 
 
 def num_persistent_programs(device: torch.device) -> int:

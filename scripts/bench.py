@@ -32,6 +32,10 @@ and callable; an optional ``measure_rows`` adds rows it times itself):
   ran them outside its capture; and a failed capture
   breaks the CUDA RNG for every later point).
 * ``"metric": "us"`` benches are host wall-clock costs per call (``timing=host_wall``).
+* Every device-timed point also gets a ``host_call`` row (metric ``us``): the host time of one
+  call alone, the CPU time from entering the call to its return, calls issued back to back on an
+  idle queue (``time_host_call``). It is what a user's Python loop pays per call before the GPU
+  even starts, beside the kernel time: the launcher's checks, allocations and launches.
 
 Results go to ``benchmarks/results/<gpu>/<story>.csv`` with a ``<story>.meta.json``
 holding the GPU, versions, date, method, the ceilings measured in the same run, how each
@@ -80,6 +84,8 @@ GRAPH_REP_MS = 2  # do_bench_cudagraph: 10 replays of a graph of about 2 ms of c
 PASSES = 3
 WARM_CALLS = 3  # calls after the output check (which also compiles) and before timing
 HOST_CALLS, HOST_REPEATS = 1000, 3  # host-side cost: calls per sample, samples per pass
+# host_call rows: enough calls for ~HOST_CALL_MS of GPU work, between HOST_CALL_MIN and _MAX calls
+HOST_CALL_MS, HOST_CALL_MIN, HOST_CALL_MAX = 40, 5, 200
 
 
 def method(passes: int) -> str:
@@ -91,7 +97,9 @@ def method(passes: int) -> str:
         f"{1e3 * results.HOST_BOUND_MAX_MS:.0f} us, or do_bench > {results.HOST_BOUND_LONG_RATIO:.2f} x CUDA-graph "
         f"time (derived again when the files are read); torch.compile peers: dynamic=False, compiled per shape after "
         f"torch.compiler.reset(), warmed before timing; 'us' rows (timing=host_wall): host wall clock per call, "
-        f"median of {HOST_REPEATS} x {HOST_CALLS} back-to-back calls per pass"
+        f"median of {HOST_REPEATS} x {HOST_CALLS} back-to-back calls per pass; host_call rows: host time of one "
+        f"call (perf_counter around the call alone), calls issued back to back after a synchronize "
+        f"({HOST_CALL_MIN}-{HOST_CALL_MAX} calls, about {HOST_CALL_MS} ms of GPU work), first pass only, median"
     )
 
 
@@ -187,6 +195,24 @@ def time_host(fn, calls_per_fn: int = 1) -> tuple[float, float, float]:
     return results.median(samples), _quantile(samples, 0.2), _quantile(samples, 0.8)
 
 
+def time_host_call(fn, gpu_ms: float) -> tuple[float, float, float]:
+    """Host time of one call in ms (p50, p20, p80): perf_counter around each call alone. The queue
+    is drained first and the calls (about HOST_CALL_MS of GPU work) are issued back to back, so a
+    call waits neither for the GPU nor for a full launch queue: what is timed is the host's own work
+    (checks, allocations, launches). A call that synchronizes inside includes its GPU time."""
+    import torch
+
+    calls = max(HOST_CALL_MIN, min(HOST_CALL_MAX, int(HOST_CALL_MS / max(gpu_ms, 1e-3))))
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    torch.cuda.synchronize()
+    return results.median(samples), _quantile(samples, 0.2), _quantile(samples, 0.8)
+
+
 def measure_ceilings(passes: int = PASSES) -> dict:
     import torch
     from triton.testing import do_bench
@@ -220,24 +246,26 @@ Times = list[tuple[float, float, float]]  # per pass: (p50, p20, p80) in ms
 
 def point_rows(base: dict, metric: str, work: float, samples: dict[str, Times]) -> list[dict]:
     """The CSV rows of one (bench, x, provider) point from its per-pass (p50, p20, p80) times in ms,
-    keyed by timing ("do_bench", "cudagraph" or "host_wall"). The row's time is the median over the
-    passes, ``spread`` their max / min - 1, ``host_bound`` compares do_bench with the graph time."""
+    keyed by timing ("do_bench", "cudagraph", "host_wall" or "host_call"). The row's time is the median over
+    the passes, ``spread`` their max / min - 1, ``host_bound`` compares do_bench with the graph time. A
+    host_call row's metric is always ``us`` (host time per call)."""
     graph = samples.get("cudagraph") or []
     graph_ms = results.median([s[0] for s in graph]) if graph else None
     rows = []
-    for timing in ("do_bench", "cudagraph", "host_wall"):
+    for timing in ("do_bench", "cudagraph", "host_wall", "host_call"):
         passes = samples.get(timing) or []
         if not passes:
             continue
         ms = results.median([s[0] for s in passes])
-        if metric == "us":
+        if metric == "us" or timing == "host_call":
             value = ms * 1e3
         else:
             value = work / ms / (1e6 if metric == "GB/s" else 1e9)
         host_bound = {"do_bench": results.is_host_bound(ms, graph_ms), "cudagraph": False}.get(timing)
         sp = results.spread([s[0] for s in passes])
         rows.append({
-            **base, "timing": timing, "metric": metric, "value": round(value, 3),
+            **base, "timing": timing, "metric": "us" if timing == "host_call" else metric,
+            "value": round(value, 3),
             "ms_p50": f"{ms:.6g}", "ms_p20": f"{results.median([s[1] for s in passes]):.6g}",
             "ms_p80": f"{results.median([s[2] for s in passes]):.6g}", "work": work,
             "host_bound": _flag(host_bound), "spread": "" if sp is None else f"{sp:.4f}",
@@ -359,7 +387,7 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
                 ready[provider] = (fn, case)
             if tiny or not ready:
                 continue
-            samples = {p: {"do_bench": [], "cudagraph": [], "host_wall": []} for p in ready}
+            samples = {p: {"do_bench": [], "cudagraph": [], "host_wall": [], "host_call": []} for p in ready}
             broken = set()  # providers whose timing failed: not recorded
             no_graph = set()  # providers that cannot be captured in a CUDA graph
             if no_graph_timing(spec, no_graph_patterns):
@@ -374,6 +402,9 @@ def run_example(name: str, device, tiny: bool, only_bench: str | None = None, pa
                             samples[provider]["host_wall"].append(time_host(fn, calls.get(provider, 1)))
                             continue
                         samples[provider]["do_bench"].append(time_do_bench(fn))
+                        if len(samples[provider]["do_bench"]) == 1:  # first pass: the host's own time per call
+                            gpu_ms = samples[provider]["do_bench"][0][0]
+                            samples[provider]["host_call"].append(time_host_call(fn, gpu_ms))
                     except Exception as err:  # noqa: BLE001
                         failures.append(f"{label}: timing failed: {type(err).__name__}: {err}")
                         traceback.print_exc()

@@ -51,8 +51,11 @@ CEILING_KEYS = {"copy": "copy_gbps", "fp16": "cublas_fp16_tflops", "bf16": "cubl
 # How a row's time was taken. do_bench: triton.testing.do_bench (CUDA events around each call, L2
 # flushed before it); cudagraph: do_bench_cudagraph (calls replayed from a CUDA graph, L2 warm);
 # host_wall: wall clock on the host; cuda_events: CUDA events around each call, L2 warm;
-# profiler: the kernel's duration as torch.profiler (CUPTI) records it.
+# profiler: the kernel's duration as torch.profiler (CUPTI) records it; host_call: the host time of
+# one call alone (scripts/bench.py's time_host_call), kept apart from the kernel-time rows
+# (``Results.host_rows``): it is shown in its own table, never plotted or judged as a speed.
 TIMINGS = ("do_bench", "cudagraph", "host_wall", "cuda_events", "profiler")
+HOST_CALL = "host_call"
 # The entries of a bench in presentation.yml (title is required).
 PRESENTATION_KEYS = ("title", "ceiling", "cudagraph", "targets")
 
@@ -198,6 +201,7 @@ class Results:
     meta: dict[str, dict] = field(default_factory=dict)  # example -> metadata of its run
     specs: dict[str, dict] = field(default_factory=dict)  # bench -> its spec (title, ceiling, ...)
     folder: Path | None = None  # where the files were read from
+    host_rows: list[dict] = field(default_factory=list)  # timing host_call: host time per call (us)
 
     def find(self, bench: str, x, provider: str, timing: str | None = None) -> dict:
         """The row of one point. Without a timing: its do_bench row, else its only row."""
@@ -278,7 +282,8 @@ def load(results_dir: Path = RESULTS_DIR, gpu: str = GPU_DIR, specs: dict[str, d
     if folder.is_dir():
         for path in sorted(folder.glob("*.csv")):
             with path.open(newline="") as fh:
-                out.rows += parse_rows(fh)
+                for row in parse_rows(fh):
+                    (out.host_rows if row["timing"] == HOST_CALL else out.rows).append(row)
         for path in sorted(folder.glob("*.meta.json")):
             out.meta[path.name.removesuffix(".meta.json")] = json.loads(path.read_text())
     specs = presentation() if specs is None else specs
@@ -486,6 +491,27 @@ def host_bound_evidence(data: Results) -> str:
     if over:
         text += f" (up to {over[-1]:.1f}×)"
     return text + "."
+
+
+def host_table(data: Results, example: str) -> str:
+    """One story's host time per call (``host_call`` rows), one line per bench at its smallest x
+    (where the host matters most; it hardly moves with size), one column per provider."""
+    rows = [r for r in data.host_rows if r["example"] == example]
+    if not rows:
+        raise ResultError(f"no host_call rows for {example!r}: its result file predates host timing "
+                          "(re-run scripts.bench for it)")
+    providers = list(dict.fromkeys(r["provider"] for r in rows))
+    lines = ["| benchmark | at | " + " | ".join(f"`{p}`" for p in providers) + " |",
+             "| --- | --- |" + " ---: |" * len(providers)]
+    for bench in dict.fromkeys(r["bench"] for r in rows):
+        mine = [r for r in rows if r["bench"] == bench]
+        xs = sorted({r["x"] for r in mine}, key=lambda x: float(x) if str(x).replace(".", "").isdigit() else 0)
+        at = [r for r in mine if r["x"] == xs[0]]
+        us = {r["provider"]: r["value"] for r in at}
+        title = data.specs.get(bench, {}).get("title") or bench
+        cells = [f"{us[p]:,.1f} µs" if p in us else "–" for p in providers]
+        lines.append(f"| {title} | {at[0]['x_name']} = {xs[0]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def provenance_table(data: Results, stale: dict[str, Stale]) -> str:

@@ -39,6 +39,8 @@ NO_EXERCISE = {
     "testing_kernels": "a practice page: its subject is the tests themselves",
     "timing_methods": "a practice page: its subject is how to time, on a saxpy kernel",
     "torch_op": "a practice page: its subject is registering an operator, on a SiLU kernel",
+    "attention_hopper": "Gluon has no CPU interpreter, and the exercises run on a CPU; exercise 16 "
+                        "practises the algorithm",
 }
 STEPS = ("page", "test", "exercise", "case", "result", "plot")
 PLOT = re.compile(r"assets/plots/([\w.-]+)\.svg")

@@ -392,7 +392,8 @@ def test_benchmarks_cover_forward_and_backward():
     assert set(specs) == {"layer_norm_fwd_fp16", "layer_norm_fwd_bf16", "layer_norm_bwd_fp16", "layer_norm_bwd_bf16"}
     for spec in specs.values():
         assert spec["x_vals"] == [1024, 2048, 4096, 8192, 16384]
-        assert spec["providers"] == ["triton", "torch", "torch.compile"]
+        gpu_only = ["liger"] if torch.cuda.is_available() else []  # Liger's kernels fail in the interpreter
+        assert spec["providers"] == ["triton", "torch", "torch.compile", *gpu_only]
     assert specs["layer_norm_bwd_bf16"]["tiny_x_vals"] == []  # bf16 is wrong in the interpreter
 
 
@@ -488,3 +489,69 @@ def test_more_than_2_31_elements_on_gpu():
     finally:
         del x, dy, dx
         torch.cuda.empty_cache()
+
+
+def test_liger_case_calls_its_forward_and_backward(monkeypatch):
+    """The liger provider (GPU only: Liger's kernels fail in the interpreter) with a stand-in module of
+    Liger 0.8.5's signatures: forward -> (Y, X, Mean, RSTD, BLOCK_SIZE, num_warps), backward from those."""
+    import sys
+    import types
+
+    calls = []
+
+    def forward(x, w, b, eps):
+        calls.append("fwd")
+        y, mean, rstd = torch.ops.aten.native_layer_norm(x, [x.shape[-1]], w, b, eps)
+        return y, x, mean.view(-1), rstd.view(-1), 1024, 4
+
+    def backward(dy, x, w, b, mean, rstd):
+        calls.append("bwd")
+        return torch.ops.aten.native_layer_norm_backward(dy, x, x.shape[-1:], mean.view(-1, 1), rstd.view(-1, 1),
+                                                         w, b, [True, True, True])
+
+    mod = types.ModuleType("liger_kernel.ops.layer_norm")
+    mod.layer_norm_forward, mod.layer_norm_backward = forward, backward
+    pkg, ops = types.ModuleType("liger_kernel"), types.ModuleType("liger_kernel.ops")
+    ops.layer_norm, pkg.ops = mod, ops
+    monkeypatch.setitem(sys.modules, "liger_kernel", pkg)
+    monkeypatch.setitem(sys.modules, "liger_kernel.ops", ops)
+    monkeypatch.setitem(sys.modules, "liger_kernel.ops.layer_norm", mod)
+    for backward_ in (False, True):
+        case = cases.bench_case("layer_norm", "liger", 64, elements=64 * 5, backward=backward_)
+        out, ref = case["fn"](), case["ref"]()
+        for o, r in zip(out if backward_ else [out], ref if backward_ else [ref], strict=True):
+            torch.testing.assert_close(o.float(), r.float(), rtol=case["rtol"], atol=case["atol"])
+    assert calls == ["fwd", "fwd", "bwd"]
+
+
+@pytest.mark.parametrize("fwd", [("rows", 4, 4), ("row", 16, 8)])
+@pytest.mark.parametrize("long", [False, True])
+def test_table_variants_match_torch(monkeypatch, fwd, long):
+    """Every kernel the launchers can pick from FWD_TABLE / BWD_TABLE, on rows shorter than, equal to and
+    longer than the tile or chunk, against float64 autograd."""
+    for bn in (32, 64, 128):
+        monkeypatch.setitem(ex.FWD_TABLE, bn, fwd)
+        if long:
+            monkeypatch.setitem(ex.BWD_TABLE, bn, ("long", 4, 2, 1))
+    for m, n in ((7, 17), (9, 64), (5, 100)):
+        x, w, b = inputs((m, n))
+        torch.testing.assert_close(ex.layer_norm(x, w, b), ex.layer_norm_torch(x, w, b), **FP32)
+        dy = torch.randn_like(x)
+        assert_grads(grads(x, w, b, dy), ref_grads(dy, x, w, b), **FP32)
+
+
+@requires_gpu
+def test_unaligned_views_dtypes_and_row_counts_on_gpu():
+    """An unaligned view, another dtype and a row count whose % 16 differs: each compiles its own
+    specialization of the kernels, and each gets the right answer."""
+    base = torch.randn(48, 65, device=DEVICE)
+    for x in (base[:32, :64], base[:32, 1:], base[:33, :64], base[:32, :64].to(torch.bfloat16),
+              base[:32, :64].half(), base[:32, 1:].half()):
+        xc = x.contiguous() if x.stride(0) != x.shape[1] and x.dtype != torch.float32 else x
+        w, b = torch.randn(64, device=DEVICE).to(x.dtype), torch.randn(64, device=DEVICE).to(x.dtype)
+        torch.testing.assert_close(ex.layer_norm(xc, w, b), ex.layer_norm_torch(xc, w, b), **tolerances(x.dtype))
+        dy = torch.randn_like(xc)
+        want = ex.layer_norm_grads_torch(dy, xc, w, b)
+        got = ex.layer_norm_bwd(dy, xc, w, *ex.layer_norm_fwd(xc, w, b)[1:])
+        for g, r in zip(got, want, strict=True):
+            torch.testing.assert_close(g.float(), r.float(), rtol=2e-2, atol=2e-2 * max(1.0, r.abs().max().item()))

@@ -514,6 +514,12 @@ def test_gpu_only_configs_compile_for_hopper():
         ("linear_gelu_kernel", "fp16", cols,
          {**unit_cols, **base, "WARP_SPECIALIZE": True, "EPILOGUE_SUBTILE": False, "W_KMAJOR": True}, 8, 3),
         ("linear_gelu_kernel", "fp32", cols, {**unit_cols, **f32, "W_KMAJOR": True}, 8, 3),
+        ("linear_gelu_kernel", "fp16", rows,  # the hardware tanh (inline PTX) with halves
+         {**unit_rows, **base, "WARP_SPECIALIZE": False, "EPILOGUE_SUBTILE": True, "W_KMAJOR": False,
+          "FAST_GELU": True}, 8, 4),
+        ("linear_gelu_kernel", "bf16", rows,  # ... and with warp specialization
+         {**unit_rows, **base, "WARP_SPECIALIZE": True, "EPILOGUE_SUBTILE": False, "W_KMAJOR": False,
+          "FAST_GELU": True}, 8, 3),
         ("linear_gelu_pointer_kernel", "fp16", ("M", "N", "K", "stride_am", "stride_ak", "stride_wk", "stride_wn",
                                                 "stride_cm"),
          {"stride_bias": 1, "stride_cn": 1, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8,

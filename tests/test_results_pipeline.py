@@ -223,7 +223,7 @@ def test_runner_records_no_graph_time_for_an_uncapturable_call(monkeypatch):
 
     monkeypatch.setattr(bench, "time_graph", no_capture)
     rows, failures = bench.run_example("fake_bench_example", torch.device("cpu"), tiny=False, passes=3)
-    assert failures == [] and {r["timing"] for r in rows} == {"do_bench"}
+    assert failures == [] and {r["timing"] for r in rows} == {"do_bench", "host_call"}
     assert all(r["host_bound"] == "" for r in rows)  # unknown without a graph time
 
 
@@ -242,8 +242,8 @@ def test_runner_never_captures_a_bench_whose_spec_says_cudagraph_timing_false(mo
                                                          (0.005,) * 3)[1])
     rows, failures = bench.run_example("fake_bench_example", torch.device("cpu"), tiny=False, passes=3)
     assert failures == [] and len(captured) == 2 * 2 * 3  # fake_2 only: 2 x, 2 providers, 3 passes
-    assert {r["timing"] for r in rows if r["bench"] == "fake_gbps"} == {"do_bench"}
-    assert {r["timing"] for r in rows if r["bench"] == "fake_2"} == {"do_bench", "cudagraph"}
+    assert {r["timing"] for r in rows if r["bench"] == "fake_gbps"} == {"do_bench", "host_call"}
+    assert {r["timing"] for r in rows if r["bench"] == "fake_2"} == {"do_bench", "cudagraph", "host_call"}
     assert bench.no_graph_timing({"name": "x"}) is False and bench.no_graph_timing({"name": "x"}, ("x",)) is True
 
 
@@ -319,6 +319,27 @@ def test_point_rows_median_spread_and_flags():
     assert cg["ms_p50"] == "0.98" and cg["host_bound"] == "false"
     (only,) = bench.point_rows(base, "GB/s", 1e6, {"do_bench": [(0.001, 0.001, 0.001)]})
     assert only["host_bound"] == "" and only["spread"] == ""  # one pass, no graph: unknown
+
+
+def test_host_call_rows_are_us_kept_apart_and_tabled(tmp_path):
+    base = {"example": "nx", "bench": "n_b", "x_name": "n", "x": 1, "provider": "triton"}
+    rows = bench.point_rows(base, "GB/s", 1e6, {"do_bench": [(0.5, 0.5, 0.5)], "host_call": [(0.012, 0.011, 0.013)]})
+    host = [r for r in rows if r["timing"] == "host_call"]
+    assert [(r["metric"], r["value"], r["host_bound"]) for r in host] == [("us", 12.0, "")]
+    assert [r["metric"] for r in rows if r["timing"] == "do_bench"] == ["GB/s"]
+    write_new_format(tmp_path / "res" / "h200", [
+        _row("n_b", 1, "triton", "do_bench", 0.5), _row("n_b", 8, "triton", "do_bench", 0.9),
+        {**_row("n_b", 8, "triton", "do_bench", 0.02), "timing": "host_call", "metric": "us", "value": 20.0},
+        {**_row("n_b", 1, "triton", "do_bench", 0.013), "timing": "host_call", "metric": "us", "value": 13.0},
+        {**_row("n_b", 1, "torch", "do_bench", 0.009), "timing": "host_call", "metric": "us", "value": 9.0}])
+    data = results.load(tmp_path / "res", specs={"n_b": {"title": "N B"}})
+    assert {r["timing"] for r in data.rows} == {"do_bench"} and len(data.host_rows) == 3
+    assert data.specs["n_b"]["metric"] == "GB/s"  # the host rows do not decide the bench's metric
+    table = results.host_table(data, "nx").splitlines()
+    assert table[0] == "| benchmark | at | `triton` | `torch` |"
+    assert table[2] == "| N B | n = 1 | 13.0 µs | 9.0 µs |"  # the smallest x only
+    with pytest.raises(results.ResultError, match="no host_call rows for 'other'"):
+        results.host_table(data, "other")
 
 
 # --- result files -> plots -> numbers ----------------------------------------------------------

@@ -435,6 +435,17 @@ def test_plan_changed_partial_or_full(tmp_path):
     assert plan.changed == ["examples/beta.py"] and plan.scope.examples == ["beta"]
     assert plan.scope.tests == ["tests/test_all.py", "tests/test_beta.py"] and plan.scope.pages == ["docs/b.md"]
     assert gpu_check.plan_changed(base, info, dict(current, **{"tests/conftest.py": "e" * 64}), root).scope is None
+    fewer = {k: v for k, v in current.items() if k != "tests/test_beta.py"}  # a file removed, nothing changed
+    plan = gpu_check.plan_changed(base, info, fewer, root)
+    assert plan.scope is None and "only removals" in plan.summary and "tests/test_beta.py" in plan.summary
+
+
+def test_scope_of_a_test_that_imports_examples_by_name(tmp_path):
+    from scripts import gpu_scope
+
+    root = _repo(tmp_path)
+    (root / "tests/test_dyn.py").write_text("mods = [__import__(n) for n in ('alpha',)]\n")
+    assert "tests/test_dyn.py" in gpu_scope.scope(["examples/beta.py"], root=root).tests  # any example
 
 
 def test_main_changed_adds_a_partial_run_to_the_record(fake_machine, tmp_path, monkeypatch, capsys):

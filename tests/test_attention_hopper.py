@@ -1,0 +1,247 @@
+"""Tests of examples/attention_hopper.py, the Gluon (sm_90) attention forward.
+
+Gluon has no interpreter: on the CPU these tests check every refusal (the checks that need no GPU
+come before the device check) and compile the kernel for sm_90; the numerical tests run only on an
+sm_90 GPU (H100, H200):
+
+    python -m pytest -q -p no:randomly tests/test_attention_hopper.py
+"""
+
+import math
+
+import attention_hopper as ex
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import SEEDS, T, budget, cover, exact_fp32, expect, launch
+from support import DEVICE, ON_GPU
+
+ON_SM90 = ON_GPU and torch.cuda.get_device_capability() == (9, 0)
+requires_sm90 = pytest.mark.skipif(not ON_SM90, reason="needs an sm_90 GPU (H100, H200): Gluon's Hopper ops")
+HALF = [torch.float16, torch.bfloat16]
+
+
+def qkv(b, h, s, d, dtype=torch.float16, device=DEVICE):
+    return tuple(torch.randn(b, h, s, d, device=device, dtype=dtype) for _ in range(3))
+
+
+def meta(*shape, dtype=torch.float16):
+    """A tensor with a shape and no storage: the size checks run without allocating."""
+    return torch.empty(shape, device="meta", dtype=dtype)
+
+
+# --- refusals: all but the device's run on the CPU -------------------------------------------------
+
+def _q(**kw):
+    return torch.randn(1, 2, 128, 64, **kw).half()
+
+
+BAD = [  # (q, k, v, kwargs) builder, error, message
+    (lambda: ([1.0], _q(), _q(), {}), TypeError, "q must be a torch.Tensor, got list"),
+    (lambda: (_q(), None, _q(), {}), TypeError, "k must be a torch.Tensor, got NoneType"),
+    (lambda: (_q().float(), _q(), _q(), {}), TypeError, "q must be float16 or bfloat16, got torch.float32"),
+    (lambda: (_q(), _q(), _q().to(torch.int16), {}), TypeError, "v must be float16 or bfloat16, got torch.int16"),
+    (lambda: (_q(), _q().bfloat16(), _q(), {}), TypeError, "q, k and v must have the same dtype"),
+    (lambda: (_q()[0], _q()[0], _q()[0], {}), ValueError, r"q must be 4-D \(batch, heads, seq, head_dim\)"),
+    (lambda: (_q(), _q()[:, :1], _q(), {}), ValueError, r"k must have q's shape \(1, 2, 128, 64\)"),
+    (lambda: (_q(), _q(), _q()[..., :32], {}), ValueError, r"v must have q's shape"),
+    (lambda: (_q(), meta(1, 2, 128, 64), _q(), {}), ValueError, "q, k and v must be on the same device"),
+    (lambda: (meta(1, 2, 128, 32),) * 3 + ({},), ValueError, r"head_dim \(q.shape\[-1\]\) must be one of \(64, 128\)"),
+    (lambda: (meta(1, 2, 100, 64),) * 3 + ({},), ValueError,
+     r"seq \(q.shape\[2\]\) must be a multiple of 128, got 100: .*attention\(\) for other lengths"),
+    (lambda: (meta(1, 1, 1, 64),) * 3 + ({},), ValueError, "must be a multiple of 128, got 1"),
+    (lambda: (meta(2**10, 2**7, 2**14, 64),) * 3 + ({},), ValueError,
+     r"batch x heads x seq = 2147483648 rows: TMA coordinates are int32"),
+    (lambda: (meta(65536, 1, 128, 128),) * 3 + ({},), ValueError, r"batch x heads = 65536: at most 65535"),
+    (lambda: (_q(), _q(), _q(), {"causal": 1}), TypeError, "causal must be a bool, got int"),
+    (lambda: (_q(), _q(), _q(), {"causal": None}), TypeError, "causal must be a bool, got NoneType"),
+    (lambda: (_q(), _q(), _q(), {"sm_scale": "0.1"}), TypeError, "sm_scale must be a float or None, got str"),
+    (lambda: (_q(), _q(), _q(), {"sm_scale": True}), TypeError, "sm_scale must be a float or None, got bool"),
+    (lambda: (_q(), _q(), _q(), {"sm_scale": 0.0}), ValueError, r"sm_scale must be finite and > 0, got 0.0"),
+    (lambda: (_q(), _q(), _q(), {"sm_scale": -1}), ValueError, "sm_scale must be finite and > 0"),
+    (lambda: (_q(), _q(), _q(), {"sm_scale": math.inf}), ValueError, "sm_scale must be finite and > 0"),
+    (lambda: (_q(), _q(), _q(), {"sm_scale": math.nan}), ValueError, "sm_scale must be finite and > 0"),
+]
+
+
+@pytest.mark.parametrize("fn", [ex.attention_hopper, ex.attention_hopper_forward])
+@pytest.mark.parametrize("i", range(len(BAD)))
+def test_bad_inputs_are_refused(i, fn):
+    build, error, match = BAD[i]
+    q, k, v, kwargs = build()
+    with pytest.raises(error, match=match):
+        fn(q, k, v, **kwargs)
+
+
+def test_the_interpreter_is_refused(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    with pytest.raises(RuntimeError, match="TRITON_INTERPRET=1 is set: Gluon kernels have no interpreter"):
+        ex.attention_hopper(*qkv(1, 1, 128, 64))
+
+
+def test_cpu_tensors_are_refused(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    q, k, v = qkv(1, 1, 128, 64, device="cpu")
+    with pytest.raises(ValueError, match=r"q is on cpu: attention_hopper needs an sm_90 GPU \(H100, H200\)"):
+        ex.attention_hopper(q, k, v)
+
+
+def test_other_gpus_are_refused(monkeypatch):
+    monkeypatch.setattr(ex.torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(ex.torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100")
+    with pytest.raises(ValueError, match=r"q is on NVIDIA A100 \(sm_80\): Gluon's Hopper ops .* need an sm_90 GPU"):
+        ex._check_device(torch.device("cuda", 0))
+    if ON_GPU:  # and through the launcher
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+        with pytest.raises(ValueError, match=r"\(sm_80\): Gluon's Hopper ops"):
+            ex.attention_hopper(*qkv(1, 1, 128, 64))
+
+
+def test_views_are_copied_only_when_tma_cannot_read_them():
+    t = torch.randn(2, 3, 128, 64).half()
+    assert ex._tma_operand(t) is t
+    for view in (t.transpose(1, 2).contiguous().transpose(1, 2),  # a (B, S, H, D) tensor seen as (B, H, S, D)
+                 t[:, :, 64:],  # a slice along seq
+                 torch.cat([torch.zeros(1).half(), t.flatten()])[1:].view(t.shape),  # 2-byte aligned base
+                 t[:1].expand(2, 3, 128, 64)):
+        copy = ex._tma_operand(view)
+        assert copy.is_contiguous() and copy.data_ptr() % 16 == 0 and torch.equal(copy, view)
+
+
+def test_reference_matches_sdpa_math():
+    q, k, v = qkv(2, 3, 40, 16, dtype=torch.float32, device="cpu")
+    for causal in (False, True):
+        want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.3)
+        torch.testing.assert_close(ex.attention_torch(q, k, v, causal, 0.3), want, rtol=1e-5, atol=1e-5)
+        s = (q @ k.transpose(-1, -2)) * 0.3
+        if causal:
+            s = s.masked_fill(torch.ones(40, 40, dtype=torch.bool).triu(1), -math.inf)
+        torch.testing.assert_close(ex.logsumexp_torch(q, k, causal, 0.3), torch.logsumexp(s, -1))
+
+
+# --- compiled for sm_90 on any machine ---------------------------------------------------------------
+
+def test_compiles_for_sm90_without_a_gpu():
+    kernel = ex.compile_for_sm90(torch.bfloat16, 64, False)
+    assert ".target sm_90a" in kernel.asm["ptx"]
+    used = ex.hopper_instructions(kernel)
+    assert all(n > 0 for n in used.values()), used  # wgmma, TMA copies, mbarrier waits, setmaxnreg
+    assert 0 < kernel.metadata.shared <= 227 * 1024  # an H100/H200 SM gives a CTA at most 227 KB
+
+
+def test_compile_for_sm90_takes_what_the_launcher_takes():
+    with pytest.raises(ValueError, match="dtype and head_dim must be one of"):
+        ex.compile_for_sm90(torch.float32, 64, False)
+    with pytest.raises(ValueError, match="dtype and head_dim must be one of"):
+        ex.compile_for_sm90(torch.float16, 96, False)
+
+
+@pytest.mark.skipif(ON_SM90, reason="on an sm_90 GPU the self-check runs the kernel (test_gpu_self_check)")
+def test_self_check_compiles_off_hopper(capsys):
+    ex.self_check()
+    out = capsys.readouterr().out
+    assert "attention_hopper: compiled for sm_90" in out and "needs an H100/H200" in out
+
+
+# --- on an sm_90 GPU ---------------------------------------------------------------------------------
+
+def reference(q, k, v, causal=False, sm_scale=None):
+    return ex.attention_torch(q, k, v, causal, sm_scale), ex.logsumexp_torch(q, k, causal, sm_scale)
+
+
+def tol(dtype):
+    return {torch.float16: {"rtol": 2e-2, "atol": 2e-2}, torch.bfloat16: {"rtol": 3e-2, "atol": 3e-2}}[dtype]
+
+
+@requires_sm90
+@pytest.mark.parametrize("seq", [128, 256, 1024])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("dtype", HALF)
+def test_gpu_matches_reference(dtype, head_dim, causal, seq):
+    q, k, v = qkv(3, 5, seq, head_dim, dtype)
+    o, lse = ex.attention_hopper_forward(q, k, v, causal)
+    o_ref, lse_ref = reference(q, k, v, causal)
+    assert o.dtype == dtype and o.shape == q.shape and lse.dtype == torch.float32 and lse.shape == q.shape[:3]
+    torch.testing.assert_close(o, o_ref, **tol(dtype))
+    torch.testing.assert_close(lse, lse_ref, **tol(dtype))
+    torch.testing.assert_close(ex.attention_hopper(q, k, v, causal), o, rtol=0, atol=0)
+
+
+@requires_sm90
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_lse_is_the_logsumexp_of_the_scaled_scores(causal):
+    q, k, v = qkv(2, 3, 384, 64)
+    _, lse = ex.attention_hopper_forward(q, k, v, causal, sm_scale=0.3)
+    s = (q.float() @ k.float().transpose(-1, -2)) * 0.3
+    if causal:
+        s = s.masked_fill(torch.ones(384, 384, dtype=torch.bool, device=DEVICE).triu(1), -math.inf)
+    torch.testing.assert_close(lse, torch.logsumexp(s, dim=-1), rtol=1e-2, atol=1e-2)
+
+
+@requires_sm90
+@pytest.mark.parametrize("dtype", HALF)
+def test_gpu_transposed_views_are_taken(dtype):
+    b, s, h, d = 2, 256, 3, 128
+    q, k, v = (torch.randn(b, s, h, d, device=DEVICE, dtype=dtype).transpose(1, 2) for _ in range(3))
+    before = q.clone()
+    o = ex.attention_hopper(q, k, v, causal=True)
+    assert o.is_contiguous() and torch.equal(q, before)
+    torch.testing.assert_close(o, ex.attention_torch(q, k, v, True), **tol(dtype))
+
+
+@requires_sm90
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_nan_in_q_spoils_only_its_row(causal):
+    q, k, v = qkv(2, 3, 256, 64)
+    q[1, 2, 77, 5] = math.nan
+    o, lse = ex.attention_hopper_forward(q, k, v, causal)
+    row = torch.zeros(o.shape[:3], dtype=torch.bool, device=DEVICE)
+    row[1, 2, 77] = True
+    assert o[row].isnan().all() and lse[row].isnan().all()
+    assert not o[~row].isnan().any() and not lse[~row].isnan().any()
+    o_ref = ex.attention_torch(q, k, v, causal)
+    torch.testing.assert_close(o, o_ref, **tol(torch.float16), equal_nan=True)
+
+
+@requires_sm90
+def test_gpu_empty_batch():
+    q, k, v = qkv(0, 2, 128, 64)
+    o, lse = ex.attention_hopper_forward(q, k, v)
+    assert o.shape == q.shape and lse.shape == (0, 2, 128)
+
+
+@requires_sm90
+def test_gpu_self_check(capsys):
+    ex.self_check()
+    assert "match the fp32 reference" in capsys.readouterr().out
+
+
+LAYOUTS = ["contiguous", "transposed", "offset", "row-offset", "expanded", "padded"]
+
+
+@requires_sm90
+@budget(0.4)
+@given(b=st.integers(1, 3), h=st.integers(1, 3), blocks=st.integers(1, 4), head_dim=st.sampled_from([64, 128]),
+       dtype=st.sampled_from(HALF), layouts=st.tuples(*[st.sampled_from(LAYOUTS)] * 3),
+       q_values=st.sampled_from(["normal", "special", "large"]), causal=st.booleans(),
+       sm_scale=st.sampled_from([None, 0.05, 1.0]), seed=SEEDS)
+@cover(b=[3, 1], h=[1, 2], blocks=[1, 3], head_dim=[64, 128], dtype=HALF,
+       layouts=[("contiguous",) * 3, tuple(LAYOUTS[1:4])], q_values=["special", "large"],
+       causal=[True, False], sm_scale=[None, 0.05], seed=[7])
+def test_gpu_property_matches_the_reference(b, h, blocks, head_dim, dtype, layouts, q_values, causal, sm_scale, seed):
+    """Any (B, H, 128 * n, D) input in any layout (copied where TMA cannot read it): the output is the
+    reference's, NaN where it has NaN. v and k hold no NaN/inf: a causal program never reads the keys past
+    its diagonal, where the reference multiplies 0 * NaN into the row."""
+    shape = (b, h, 128 * blocks, head_dim)
+    q = T(shape, dtype, layouts[0], q_values, seed)
+    k = T(shape, dtype, layouts[1], "normal", seed + 1)
+    v = T(shape, dtype, layouts[2], "normal", seed + 2)
+    r = launch(ex, "attention_hopper", q, k, v, causal, sm_scale, must_accept=True)
+    q_, k_, v_ = r.inputs[:3]
+    with exact_fp32():
+        ref = ex.attention_torch(q_, k_, v_, causal, sm_scale)
+        scale = ex.attention_torch(q_.double(), k_.double(), v_.double().abs(), causal, sm_scale)  # P @ |V|
+    # P is rounded to the input dtype before P @ V: an error relative to P @ |V|
+    expect(r.out, ref, scale=scale, acc_rtol=torch.finfo(dtype).eps, call=r.call)
