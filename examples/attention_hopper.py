@@ -174,8 +174,9 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
 # warpgroup stacked along the rows), with `BLOCK_N` and `HEAD_D` columns.
 #
 # `_softmax_block` is the online softmax of `examples/attention.py` in base 2:
-# `qk_scale = sm_scale * log2(e)` is folded into the exponent, the running max
-# `m` and sum `l` are fp32, one value per row (a `SliceLayout` of S's layout).
+# `qk_scale = sm_scale * log2(e)` scales each exponent, the running max `m` (of
+# the unscaled scores) and sum `l` are fp32, one value per row (a `SliceLayout`
+# of S's layout).
 #
 # `_step` is one key block `j` of the pipeline. It issues `S_j = Q K_j^T`,
 # then `O += P_{j-1} V_{j-1}` (the previous block's probabilities, already in
@@ -201,10 +202,11 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         s = gl.where(gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1), s,
                      -float("inf"))
-    s = s * qk_scale  # base 2; scaled once, so the row's largest exponent is exactly 0
+    # m in unscaled units; the difference is scaled (no FMA can form), so the row's
+    # largest exponent is exactly 0
     m_new = gl.maximum(m_i, gl.reduce(s, 1, _max_combine))
-    alpha = gl.exp2(m_i - m_new)
-    p = gl.exp2(s - gl.expand_dims(m_new, 1))
+    alpha = gl.exp2((m_i - m_new) * qk_scale)
+    p = gl.exp2((s - gl.expand_dims(m_new, 1)) * qk_scale)
     l_new = l_i * alpha + gl.reduce(p, 1, _sum_combine)
     return p, alpha, m_new, l_new
 # --8<-- [end:softmax]
@@ -288,7 +290,7 @@ def _consumer(o_desc, lse_ptr, q_smem, k_bufs, v_bufs, q_bars, k_ready, k_empty,
     q.store(o.to(o_desc.dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(o_desc, [row_q + WG * ROWS, 0], q)
-    lse = (m_i + gl.log2(l_i)) * LN2
+    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2
     rows = row_q + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     gl.store(lse_ptr + rows, lse)
     tma.store_wait(0)
