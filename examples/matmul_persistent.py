@@ -7,7 +7,8 @@
 # * **persistent**: a grid the size of the GPU, each program looping over tiles in a
 #   grouped order;
 # * **tma**: the persistent loop again, with loads and stores through tensor
-#   descriptors (`tl.make_tensor_descriptor`), which Hopper turns into TMA copies.
+#   descriptors that the launcher builds on the host (`TensorDescriptor`), which
+#   Hopper turns into TMA copies.
 #
 # You will see:
 #
@@ -29,6 +30,7 @@ if not torch.cuda.is_available():  # no GPU: run kernels in Triton's CPU interpr
 
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 # --8<-- [end:setup]
@@ -147,15 +149,16 @@ def matmul_persistent_kernel(
 # 2-D tensor. `desc.load([row, col])` fetches a whole block; rows and columns past
 # the shape read as zero and stores past it are dropped, so no masks are needed.
 # On Hopper the compiler lowers these to TMA copies into shared memory, issued by
-# a single thread, which frees the other warps for math.
+# a single thread, which frees the other warps for math. The launcher builds the
+# three descriptors once, on the host, and passes them to the kernel as arguments.
 
 
 # %%
 # --8<-- [start:tma-kernel]
 @triton.jit
 def matmul_tma_kernel(
-    a_ptr, b_ptr, c_ptr, M, N, K,  # unit column stride, 16-byte aligned base and rows
-    stride_am, stride_bk, stride_cm,  # row strides: a padded-row view's, not K or N
+    a_desc, b_desc, c_desc,  # (1)!
+    M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     WARP_SPECIALIZE: tl.constexpr,  # producer (TMA) and consumer (MMA) warps
@@ -163,13 +166,6 @@ def matmul_tma_kernel(
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two (BLOCK_M, BLOCK_N / 2) halves
     WARP_SPECIALIZE_K: tl.constexpr = False,  # producer/consumer warps on the K loop
 ):
-    C_BLOCK_N: tl.constexpr = BLOCK_N // 2 if EPILOGUE_SUBTILE else BLOCK_N
-    a_desc = tl.make_tensor_descriptor(  # (1)!
-        a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(
-        b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
-    c_desc = tl.make_tensor_descriptor(
-        c_ptr, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, C_BLOCK_N])
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),
                             flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
@@ -188,6 +184,23 @@ def matmul_tma_kernel(
             c_desc.store([off_m, off_n + BLOCK_N // 2], right.to(c_desc.dtype))
         else:
             c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+
+
+def tma_descriptors(a, b, c):
+    """Host-side descriptors of A, B and C from their own shapes and strides (a view
+    with padded rows keeps its real row stride). The block shapes are placeholders:
+    `set_block_shapes` gives them the launched config's tiles."""
+    return tuple(TensorDescriptor(t, list(t.shape), list(t.stride()), [1, 1])
+                 for t in (a, b, c))
+
+
+def set_block_shapes(nargs: dict) -> None:
+    """Each TMA config's pre-hook: one TMA copy moves one tile, so the descriptors'
+    block shapes are the config's (the autotuner calls it before every launch)."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["b_desc"].block_shape = [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn // 2 if nargs["EPILOGUE_SUBTILE"] else bn]
 # --8<-- [end:tma-kernel]
 
 
@@ -223,14 +236,14 @@ GPU_CONFIGS = {
         (128, 128, 64, 8, 8, 4, {}),
         (64, 128, 64, 8, 4, 4, {}),
     ],
-    "tma": [  # measured best: 128 x 256 from 2048 up, 64 x 128 at 1024, subtiled C at
-        # 4096-8192; 256 x 128, 4 stages, subtiled C on the ragged 4000 x 3000 x 2000
+    "tma": [  # measured best (descriptors built on the host): 128 x 256 from 2048 up,
+        # subtiled C with 4 stages at 2048 (fp16), 8192 (bf16) and on the ragged
+        # 4000 x 3000 x 2000 (256 x 128 close behind); 64 x 128 at 1024
         (128, 256, 64, 8, 8, 3, {}),
-        (128, 256, 64, 8, 8, 3, {"EPILOGUE_SUBTILE": True}),
-        (256, 128, 64, 8, 8, 4, {"EPILOGUE_SUBTILE": True}),
         (128, 256, 64, 8, 8, 4, {"EPILOGUE_SUBTILE": True}),
+        (256, 128, 64, 8, 8, 4, {"EPILOGUE_SUBTILE": True}),
         (128, 256, 64, 8, 8, 3, {"WARP_SPECIALIZE": True, "FLATTEN": False}),
-        (128, 128, 64, 8, 4, 4, {}),
+        (64, 128, 128, 8, 4, 3, {}),
         (64, 128, 64, 8, 4, 4, {}),
     ],
 }
@@ -239,9 +252,9 @@ GPU_CONFIGS_FP32 = [(128, 128, 32, 8, 8, 3, {}), (64, 128, 32, 8, 4, 3, {})]
 CPU_CONFIG = (32, 32, 32, 4, 4, 1, {})  # the interpreter: one config, no tuning
 
 
-def _cfg(bm, bn, bk, group_m, warps, stages, **extra):
+def _cfg(bm, bn, bk, group_m, warps, stages, pre_hook=None, **extra):
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **extra}
-    return triton.Config(meta, num_warps=warps, num_stages=stages)
+    return triton.Config(meta, num_warps=warps, num_stages=stages, pre_hook=pre_hook)
 
 
 def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
@@ -252,8 +265,10 @@ def matmul_configs(variant: str, dtype: torch.dtype = torch.float16) -> list:
         rows = GPU_CONFIGS_FP32
     else:
         rows = GPU_CONFIGS[variant]
-    base = TMA_DEFAULTS if variant == "tma" else {}
-    return [_cfg(*row[:6], **{**base, **row[6]}) for row in rows]
+    if variant != "tma":
+        return [_cfg(*row[:6], **row[6]) for row in rows]
+    return [_cfg(*row[:6], pre_hook=set_block_shapes, **{**TMA_DEFAULTS, **row[6]})
+            for row in rows]
 
 
 def num_persistent_programs(device: torch.device) -> int:
@@ -277,8 +292,10 @@ _TUNED = {}
 
 
 def tuned_kernel(variant: str, dtype: torch.dtype = torch.float16):
-    """The autotuned wrapper of `variant`'s kernel for `dtype` (built on first use)."""
-    key = (variant, dtype == torch.float32)
+    """The autotuned wrapper of `variant`'s kernel for `dtype` (built on first use):
+    one per dtype, since a descriptor argument does not add its dtype to the tuning
+    key as a tensor does."""
+    key = (variant, dtype)
     if key not in _TUNED:
         configs = matmul_configs(variant, dtype)
         tune = triton.autotune(configs=configs, key=["M", "N", "K"])
@@ -381,10 +398,8 @@ def matmul_persistent(a: torch.Tensor, b: torch.Tensor, *,
         tiles = triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])
         return (tiles,) if variant == "tiles" else (min(n_programs, tiles),)  # (1)!
 
-    if variant == "tma":
-        if a.device.type == "cuda":  # in-kernel descriptors need global scratch memory
-            triton.set_allocator(_cuda_scratch)
-        kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
+    if variant == "tma":  # descriptors built once here, not in every program
+        kernel[grid](*tma_descriptors(a, b, c), M, N, K)
     else:
         kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                      b.stride(1), c.stride(0), c.stride(1), INT64=needs_int64(a, b, c))
@@ -395,10 +410,6 @@ def needs_int64(*tensors: torch.Tensor) -> bool:
     """True when the largest element offset into some operand does not fit in int32."""
     spans = (zip(t.shape, t.stride(), strict=True) for t in tensors)
     return any(sum((n - 1) * s for n, s in span) >= 2**31 for span in spans)
-
-
-def _cuda_scratch(size: int, alignment: int, stream):
-    return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
 def matmul_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -74,12 +74,56 @@ def test_every_tma_config_and_epilogue(index, subtile, dtype):
     a, b = rand(M, K, dtype=dtype), rand(K, N, dtype=dtype) / K**0.5
     c = torch.full((M, N), float("nan"), device=DEVICE, dtype=dtype)
     tiles = ex.triton.cdiv(M, bm) * ex.triton.cdiv(N, bn)
-    if DEVICE.type == "cuda":
-        ex.triton.set_allocator(ex._cuda_scratch)
+    descs = ex.tma_descriptors(a, b, c)
+    ex.set_block_shapes({"a_desc": descs[0], "b_desc": descs[1], "c_desc": descs[2], **meta})
     grid = (min(tiles, ex.num_persistent_programs(DEVICE)),)
-    ex.matmul_tma_kernel[grid](a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), **meta)
+    ex.matmul_tma_kernel[grid](*descs, M, N, K, **meta)
     assert not torch.isnan(c).any()
     torch.testing.assert_close(c, ex.matmul_torch(a, b), **tolerances(dtype, matmul=True))
+
+
+HOPPER_COMPILE = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "0"  # compile for real, with no GPU present
+sys.path.insert(0, "examples")
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+import matmul_persistent as ex
+
+ex.DEVICE = torch.device("cuda")  # the GPU config lists, not the interpreter's single config
+for dtype, ty in ((torch.float32, "fp32"), (torch.float16, "fp16"), (torch.bfloat16, "bf16")):
+    for cfg in ex.matmul_configs("tma", dtype):
+        meta = cfg.kwargs
+        bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+        c_bn = bn // 2 if meta["EPILOGUE_SUBTILE"] else bn
+        sig = {"a_desc": f"tensordesc<{ty}[{bm}, {bk}]>", "b_desc": f"tensordesc<{ty}[{bk}, {bn}]>",
+               "c_desc": f"tensordesc<{ty}[{bm}, {c_bn}]>", "M": "i32", "N": "i32", "K": "i32"}
+        k = triton.compile(ASTSource(ex.matmul_tma_kernel, sig | {n: "constexpr" for n in meta}, dict(meta)),
+                           target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
+        print("cfg", ty, k.metadata.shared, k.metadata.global_scratch_size)
+"""
+
+
+@pytest.mark.skipif(DEVICE.type == "cuda", reason="the GPU tests compile and run every config")
+def test_tma_configs_compile_for_hopper():
+    # The interpreter has no shared memory and builds no descriptor: compile every GPU config of
+    # the TMA kernel for sm_90 (ptxas ships with triton), with the descriptor types the launcher
+    # passes. Each must fit 227 KB of shared memory per block and need no global scratch (the
+    # descriptors are built on the host, so no allocator is set).
+    import subprocess
+    import sys
+
+    root = ex.__file__.rsplit("/examples/", 1)[0]
+    out = subprocess.run([sys.executable, "-c", HOPPER_COMPILE], cwd=root, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("cfg ")]
+    n16, n32 = len(ex.GPU_CONFIGS["tma"]), len(ex.GPU_CONFIGS_FP32)
+    assert [ty for ty, _, _ in rows] == ["fp32"] * n32 + ["fp16"] * n16 + ["bf16"] * n16, rows
+    assert all(0 < int(shared) <= 232448 and scratch == "0" for _, shared, scratch in rows), rows
 
 
 def test_persistent_grid_smaller_than_tiles():
@@ -107,6 +151,40 @@ def test_auto_picks_tma_only_when_aligned(monkeypatch):
     ex.matmul_persistent(rand(9, 15), rand(15, 24))  # rows of a are 30 bytes: not aligned
     ex.matmul_persistent(rand(9, 16), rand(24, 16).t())  # b's last dim is not contiguous
     assert seen == ["tma", "persistent", "persistent"]
+
+
+def test_tma_block_shapes_follow_the_config():
+    # The descriptors are built once per call with placeholder blocks; each config's pre-hook
+    # gives them its tiles (C's block is half as wide when the epilogue stores halves).
+    for cfg in ex.matmul_configs("tma") + ex.matmul_configs("tma", torch.float32):
+        assert cfg.pre_hook is ex.set_block_shapes
+        descs = ex.tma_descriptors(rand(8, 16), rand(16, 24), rand(8, 24))
+        nargs = dict(zip(("a_desc", "b_desc", "c_desc"), descs, strict=True)) | cfg.kwargs
+        cfg.pre_hook(nargs)
+        bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
+        c_bn = bn // 2 if cfg.kwargs["EPILOGUE_SUBTILE"] else bn
+        assert [d.block_shape for d in descs] == [[bm, bk], [bk, bn], [bm, c_bn]]
+
+
+def test_tma_refusal_and_fallback_build_no_descriptor(monkeypatch):
+    # Misaligned row strides (padded rows of 19 fp16 elements: 38 bytes) make TensorDescriptor
+    # assert; the launcher checks first: "tma" raises its ValueError and "auto" falls back to the
+    # pointer kernel without building a descriptor. An aligned padded-row view keeps its own
+    # row stride in the descriptor.
+    built = []
+    real = ex.tma_descriptors
+    monkeypatch.setattr(ex, "tma_descriptors", lambda *t: built.append(t) or real(*t))
+    a, b = rand(9, 19)[:, :16], rand(16, 24)
+    assert not ex.tma_compatible(a)
+    with pytest.raises(AssertionError, match="16-byte aligned"):
+        real(a, b, rand(9, 24))
+    with pytest.raises(ValueError, match="variant='tma' needs"):
+        ex.matmul_persistent(a, b, variant="tma")
+    torch.testing.assert_close(ex.matmul_persistent(a, b), ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
+    assert built == []
+    a = rand(9, 24)[:, :16]  # 48-byte rows, 32 bytes used: aligned
+    torch.testing.assert_close(ex.matmul_persistent(a, b), ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
+    assert len(built) == 1 and real(*built[0])[0].strides == [24, 1]
 
 
 def test_tma_compatible():
@@ -274,6 +352,28 @@ def test_gpu_autotuned_sizes(variant, dtype, shape):
     out = ex.matmul_persistent(a, b, variant=variant)
     tol = tolerances(dtype, matmul=True)
     torch.testing.assert_close(out, ex.matmul_torch(a, b), rtol=tol["rtol"], atol=tol["atol"] * (K / 64) ** 0.5)
+
+
+@requires_gpu
+def test_gpu_tma_in_a_thread_without_allocator():
+    # Descriptors built on the host need no global scratch memory: a new thread, where
+    # triton.set_allocator (a context variable) was never called, runs the TMA variant.
+    import threading
+
+    a, b = rand(777, 520), rand(520, 1000) / 520**0.5
+    box = {}
+
+    def in_thread():
+        try:
+            box["out"] = ex.matmul_persistent(a, b, variant="tma")
+        except Exception as err:  # reported below, in the test's thread
+            box["err"] = err
+
+    t = threading.Thread(target=in_thread)
+    t.start()
+    t.join()
+    assert "err" not in box, f"TMA variant in a new thread: {box.get('err')!r}"
+    torch.testing.assert_close(box["out"], ex.matmul_torch(a, b), **tolerances(a.dtype, matmul=True))
 
 
 @requires_gpu
