@@ -365,6 +365,8 @@ def tma_compatible(t: torch.Tensor) -> bool:
 def _pick_variant(variant: str, a, b, c) -> str:
     """Resolve "auto" (tma when a, b and c fit descriptors, else persistent); refuse a
     "tma" that does not fit."""
+    if variant not in ("tma", "auto"):  # tiles and persistent take any strides
+        return variant
     fits_tma = all(tma_compatible(t) for t in (a, b, c))
     if variant == "tma" and not fits_tma:
         raise ValueError(
