@@ -5,6 +5,8 @@
     {{ verified }}                 on which GPU and date the code last passed every check
     {{ schedule TRACE STATISTIC }} a number from a measured schedule (benchmarks/schedules/)
     {{ repo }}                     the repository's URL (mkdocs.yml's ``repo_url``), for clone commands
+    {{ evidence FILE SELECTOR FIELD [FORMAT] }}      a number from a probe's committed output
+    {{ evidence_ratio FILE SEL_A SEL_B FIELD [FORMAT] }}  one such number over another
 
 Each entry of ``GRAMMAR`` (a ``Kind``) gives an expression's name, its arguments (``Arg``: how each
 is written, parsed and documented, and whether it names a bench or an example), how it renders and
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scripts import compare_runs, pages, results, schedules, targets, verified
+from scripts import compare_runs, evidence, pages, results, schedules, targets, verified
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
@@ -52,6 +54,7 @@ class Page:
     examples_table: Callable[[], str] = lambda: ""  # the hook builds the story map (it knows the nav)
     example_order: list[str] | None = None  # the examples in reading order (the hook knows the nav)
     repo_url: str = ""  # mkdocs.yml's repo_url: `{{ repo }}`
+    evidence_dir: Path = evidence.EVIDENCE  # where `{{ evidence <file> ... }}` finds <file>
 
     @property
     def up(self) -> str:
@@ -158,6 +161,21 @@ BENCH_ARG = Arg("<bench>", "a bench's name (the `name` of a spec in a case's `BE
                 "`benchmarks/cases/<story>.py`)",
                 benches=lambda v: {v})
 NO_ARGS: tuple[Arg, ...] = ()
+EVIDENCE_FILE = Arg("<file>", "a probe's JSON output, relative to `benchmarks/evidence/` "
+                    "(`layer-norm/run32/layer_norm_hopper.json`): a header and a `points` list", evidence.parse_file)
+SELECTOR_HELP = ("`key=value,key=value` compared with each point's fields as text (`N=16384`; `true`, `false`; "
+                 "a list's items joined with `x`: `shape=1024x1024x1024`), `+` for a space (`name=row+w8`); "
+                 "it must match exactly one point. `header`: the file's top level")
+SELECTOR = Arg("<selector>", "one point of that file: " + SELECTOR_HELP, evidence.parse_selector)
+SELECTOR_A = Arg("<selector a>", "the point on top of the ratio (as `<selector>`)", evidence.parse_selector)
+SELECTOR_B = Arg("<selector b>", "the point below it; the keys it leaves out are those of `<selector a>` "
+                 "(`candidate=cuBLAS+torch.matmul`: the same shape and dtype)", evidence.parse_selector)
+EVIDENCE_FIELD = Arg("<point field>", "a field of that point, dotted for a nested one "
+                     "(`kernels.layer_norm_bwd_kernel.spills`; a key holding a dot is found whole: "
+                     "`host_us.1024.F.layer_norm`), `+` for a space")
+EVIDENCE_FORMAT = Arg("[<format>]", f"how the number is written: {evidence.FORMATS}; without it the value as "
+                      "the file holds it (a ratio: `3x`)", evidence.parse_format, optional=True,
+                      accepts=evidence.is_format)
 
 
 def _point_kind(name: str, help: str) -> Kind:
@@ -229,6 +247,13 @@ GRAMMAR: tuple[Kind, ...] = (
     Kind("schedule", None, (Arg("<trace>", "a trace of `benchmarks/schedules/<gpu>.json`"),
                             Arg("<statistic>", f"one of {', '.join(schedules.STATS)}")),
          lambda p, trace, stat: schedules.render([trace, stat]), "a number from a measured schedule"),
+    Kind("evidence", None, (EVIDENCE_FILE, SELECTOR, EVIDENCE_FIELD, EVIDENCE_FORMAT),
+         lambda p, file, sel, path, fmt: evidence.quote(p.evidence_dir, file, sel, path, fmt),
+         "one field of one point of a probe's committed output (`benchmarks/evidence/`), e.g. `3749` "
+         "(a probe's finding on a Benchmarks page, never typed)"),
+    Kind("evidence_ratio", None, (EVIDENCE_FILE, SELECTOR_A, SELECTOR_B, EVIDENCE_FIELD, EVIDENCE_FORMAT),
+         lambda p, file, a, b, path, fmt: evidence.quote_ratio(p.evidence_dir, file, a, b, path, fmt),
+         "one field of one point over the same field of another point of the same file, e.g. `0.925x`"),
 )
 BENCH: dict[str, Kind] = {k.name: k for k in GRAMMAR if k.top == "bench"}
 OTHERS: dict[str, Kind] = {k.top: k for k in GRAMMAR if k.top != "bench"}

@@ -291,7 +291,7 @@ def on_nav(nav, config, files, **kwargs):
 
 # What every page may render from, besides its own Markdown.
 SHARED_INPUTS = ("examples", "benchmarks/results", "benchmarks/reproduction", "benchmarks/verified",
-                 "benchmarks/schedules", "benchmarks/evidence/overview/run10", "scripts", "docs/includes",
+                 "benchmarks/schedules", "benchmarks/evidence", "scripts", "docs/includes",
                  "docs/widgets", "mkdocs.yml")
 INPUTS_KEY = CACHE / "shared-inputs.key"
 

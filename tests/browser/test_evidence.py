@@ -5,7 +5,8 @@ the logs and probes (benchmarks/logs, benchmarks/probes) are gone. No site build
 A file counts as cited when its path, or the path of a folder holding it below its page's folder (a page
 may cite a whole run, `benchmarks/evidence/matmul/run30/`), appears in a page under docs/ (Markdown,
 JavaScript or HTML), in scripts/ (a data file a script reads) or in a test of tests/ (a test stating
-a finding, such as tests/test_layer_norm.py on a layer-norm log)."""
+a finding, such as tests/test_layer_norm.py on a layer-norm log). A page's `{{ evidence <file> ... }}` or
+`{{ evidence_ratio <file> ... }}` (scripts/expressions.py) cites `benchmarks/evidence/<file>`."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ PAGES = {"softmax", "matmul", "linear-gelu", "matmul-persistent", "reductions", 
          "attention", "guide", "practice", "overview"}
 PATH = re.compile(r"benchmarks/(?:evidence|cases)/[\w./-]*[\w-]")
 OLD = re.compile(r"benchmarks/(?:logs|probes)\b")
+QUOTE = re.compile(r"\{\{\s*evidence(?:_ratio)?\s+(\S+)")  # a page's quote of a probe's JSON
 
 
 def _texts(folder: str, suffixes: tuple[str, ...]) -> dict[str, str]:
@@ -39,6 +41,9 @@ def cited_paths(texts: dict[str, str]) -> dict[str, list[str]]:
     for name, text in texts.items():
         for m in PATH.finditer(text):
             cited.setdefault(m.group(0).rstrip("/"), []).append(name)
+        if name.startswith("docs/"):  # a test's quotes are of made-up files
+            for m in QUOTE.finditer(text):
+                cited.setdefault(f"benchmarks/evidence/{m.group(1)}", []).append(name)
     return cited
 
 

@@ -1,9 +1,11 @@
 """(g) The page expressions: one grammar (scripts/expressions.py, GRAMMAR) for `{{ bench ... }}`,
-`{{ examples }}`, `{{ verified }}` and `{{ schedule ... }}`, whose errors name the page, the line and
-the expression, and whose documentation in CONTRIBUTING.md is written from it (site tier: pure,
+`{{ examples }}`, `{{ verified }}`, `{{ schedule ... }}` and `{{ evidence ... }}`, whose errors name
+the page, the line and the expression, and whose documentation in CONTRIBUTING.md is written from it (site tier: pure,
 runs on the committed results)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -54,7 +56,7 @@ def test_errors_name_the_page_the_line_and_the_expression(page, text, words):
 def test_every_kind_is_declared_once_with_its_help():
     names = [(k.top, k.name) for k in expressions.GRAMMAR]
     assert len(names) == len(set(names))
-    assert set(expressions.TOP) == {"bench", "examples", "verified", "schedule", "repo"}
+    assert set(expressions.TOP) == {"bench", "examples", "verified", "schedule", "repo", "evidence", "evidence_ratio"}
     assert all(k.help and all(a.help for a in k.args) for k in expressions.GRAMMAR)
 
 
@@ -107,3 +109,103 @@ def test_winners_names_an_unknown_provider():
     data = results.load()
     with pytest.raises(results.ResultError, match="bench softmax_fp32 has no provider bogus"):
         targets.winners_table(data, "softmax_fp32", ["triton", "torch", "bogus"])
+
+
+# --- `{{ evidence ... }}`: a probe's committed JSON output (scripts/evidence.py) ---------------------
+
+PROBE = {"probe": "made_up", "gpu": "NVIDIA H200", "elements": 67108864,
+         "host_us": {"1024": {"fwd cached": 62.30149, "F.layer_norm": 12.3595}},
+         "points": [
+             {"what": "fwd", "N": 16384, "name": "shipped", "gbs": 3678.8169, "kernels": {}},
+             {"what": "fwd", "N": 16384, "name": "row w8", "gbs": 3749.4608,
+              "kernels": {"fwd_kernel": {"regs": 128, "spills": 0}}},
+             {"what": "bwd", "N": 16384, "name": "shipped", "gbs": 2002.8, "kernels": {"bwd_kernel": {"spills": 108}}},
+             {"what": "bwd", "N": 1024, "name": "shipped", "gbs": 3525.5, "label": "x"},
+             {"what": "mm", "shape": [1024, 1024, 1024], "gelu": True, "candidate": "cuBLAS torch.matmul",
+              "ms": 0.00538087, "tflops": 399.0958},
+             {"what": "mm", "shape": [1024, 1024, 1024], "gelu": True, "candidate": "tiles 64x128x128 s3",
+              "ms": 0.00581604, "tflops": 369.2477},
+         ]}
+FILE = "made-up/run1/probe.json"
+
+
+@pytest.fixture
+def probe_page(tmp_path):
+    (tmp_path / "made-up" / "run1").mkdir(parents=True)
+    text = json.dumps({k: v for k, v in PROBE.items() if k != "points"}, indent=1)[:-2]
+    points = ",\n".join(json.dumps(p) for p in PROBE["points"])  # one point a line, as the probes write
+    (tmp_path / FILE).write_text(text + ',\n "points": [\n' + points + "\n ]\n}\n")
+    return expressions.Page("benchmarks/x.md", None, evidence_dir=tmp_path)
+
+
+@pytest.mark.parametrize("words, shown", [
+    ("what=fwd,N=16384,name=row+w8 gbs 0f", "3749"),  # a number compared as text, + for a space
+    ("what=fwd,N=16384,name=shipped gbs int", "3,679"),
+    ("what=fwd,N=16384,name=shipped gbs 1f", "3678.8"),
+    ("what=fwd,N=16384,name=row+w8 kernels.fwd_kernel.regs", "128"),  # dotted: a nested field
+    ("what=bwd,N=16384,name=shipped kernels.bwd_kernel.spills", "108"),
+    ("what=bwd,N=1024 label", "x"),  # without a format: the value as held
+    ("header gpu", "NVIDIA H200"),
+    ("header host_us.1024.fwd+cached 1f", "62.3"),
+    ("header host_us.1024.F.layer_norm 1f", "12.4"),  # a key holding a dot, found whole
+    ("header elements int", "67,108,864"),
+    ("shape=1024x1024x1024,gelu=true,candidate=cuBLAS+torch.matmul ms 1000*2f", "5.38"),  # list, bool, scale
+    ("what=bwd,N=1024,name=shipped gbs 0%", "352550%"),
+])
+def test_evidence_quotes_one_field_of_one_point(probe_page, words, shown):
+    assert expressions.render(f"a {{{{ evidence {FILE} {words} }}}} b", probe_page) == f"a {shown} b"
+
+
+def test_evidence_ratio_divides_two_points_the_second_inheriting_the_first_ones_keys(probe_page):
+    a = "what=mm,shape=1024x1024x1024,candidate=tiles+64x128x128+s3"
+    assert expressions.render(f"{{{{ evidence_ratio {FILE} {a} candidate=cuBLAS+torch.matmul tflops 3x }}}}",
+                              probe_page) == "0.925x"
+    assert expressions.render(f"{{{{ evidence_ratio {FILE} {a} candidate=cuBLAS+torch.matmul tflops }}}}",
+                              probe_page) == "0.925x"  # 3x by default
+    assert expressions.render(f"{{{{ evidence_ratio {FILE} what=fwd,N=16384,name=row+w8 name=shipped gbs 1% }}}}",
+                              probe_page) == "101.9%"
+    # time: b over a is a speed-up; the same as the FLOP/s of a over b
+    assert expressions.render(f"{{{{ evidence_ratio {FILE} candidate=cuBLAS+torch.matmul {a} ms 3x }}}}",
+                              probe_page) == "0.925x"
+
+
+@pytest.mark.parametrize("expr, words", [
+    (f"evidence {FILE} what=fwd,N=2048 gbs 0f",
+     "made-up/run1/probe.json: 0 of 6 points match 'what=fwd,N=2048' (no point has N='2048'; its values: 1024, 16384)"),
+    (f"evidence {FILE} what=fwd,color=red gbs", "no point has a field 'color'"),
+    (f"evidence {FILE} what=fwd,N=16384 gbs 0f",
+     "made-up/run1/probe.json: 2 points match 'what=fwd,N=16384', not one; they differ in: gbs, kernels, name"),
+    (f"evidence {FILE} what=fwd,N=16384,name=shipped gbps 0f",
+     "the point 'what=fwd,N=16384,name=shipped' has no field 'gbps' (its fields: what, N, name, gbs, kernels)"),
+    (f"evidence {FILE} what=fwd,N=16384,name=row+w8 kernels.fwd_kernel.stalls", "has no field"),
+    (f"evidence {FILE} what=fwd,N=16384,name=shipped kernels", "is not one value"),
+    ("evidence made-up/run2/probe.json header gpu", "no evidence file made-up/run2/probe.json"),
+    ("evidence ../secrets.json header gpu", "expected a .json file under benchmarks/evidence/"),
+    ("evidence made-up/run1/probe.txt header gpu", "expected a .json file under benchmarks/evidence/"),
+    (f"evidence {FILE} what=fwd,N=16384,name=shipped gbs 2g", "unknown format '2g'; formats: int, <n>f, <n>x"),
+    (f"evidence {FILE} what=fwd,N=16384,name=shipped gbs gbs",
+     "unknown argument 'gbs'; expected: evidence <file> <selector> <point field> [<format>]"),
+    (f"evidence {FILE} header gpu 1f", "field 'gpu' is 'NVIDIA H200', not a number: format '1f' needs one"),
+    (f"evidence {FILE} what=bwd gbs", "2 points match 'what=bwd', not one; they differ in: N, gbs, kernels, label"),
+    (f"evidence {FILE} what gbs", "expected a selector key=value,key=value (or header), got 'what'"),
+    (f"evidence {FILE} N=1,N=2 gbs", "names a key twice"),
+    (f"evidence {FILE} header", "needs <point field>; expected: evidence <file> <selector> <point field> "),
+    (f"evidence_ratio {FILE} what=fwd,N=16384,name=shipped gbs 3x",  # one selector: gbs taken for the second
+     "expected a selector key=value,key=value (or header), got 'gbs'"),
+    (f"evidence_ratio {FILE} what=fwd,N=16384,name=shipped name=row+w8",
+     "needs <point field>; expected: evidence_ratio <file> <selector a> <selector b> <point field> [<format>]"),
+    (f"evidence_ratio {FILE} what=fwd,N=16384,name=shipped name=nope gbs 3x",
+     "0 of 6 points match 'what=fwd,N=16384,name=nope'"),  # b's selector, with a's keys, in the error
+    (f"evidence_ratio {FILE} header what=fwd,N=16384,name=shipped gpu", "not a number"),
+])
+def test_evidence_errors_name_the_page_the_line_the_file_and_the_selector(probe_page, expr, words):
+    with pytest.raises(expressions.ExpressionError) as err:
+        expressions.render(f"# Title\n\nsome prose\n{{{{ {expr} }}}}\n", probe_page)
+    msg = str(err.value)
+    assert msg.startswith(f"benchmarks/x.md:4: {{{{ {expr} }}}}: ResultError: ") and words in msg, msg
+
+
+def test_evidence_reads_the_committed_files_by_default():
+    page = expressions.Page("benchmarks/x.md", None)
+    quote = "{{ evidence layer-norm/run32/layer_norm_hopper.json header gpu }}"
+    assert expressions.render(quote, page) == "NVIDIA H200"
