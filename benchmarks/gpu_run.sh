@@ -2,6 +2,7 @@
 # One batched run on the lent GPU machine (see README "On a GPU machine").
 #   bash benchmarks/gpu_run.sh STAGE [STAGE ...]
 # Stages: cases | probes | examples | tests | codeblocks | check | bench:<example>[,<example>...] | bench:all
+#         | sh:<script.sh> | py:<probe.py>
 # `cases` runs the re-runnable measurements of benchmarks/cases/ (CASES="schedules ..." picks them);
 # `probes` runs kept probes of benchmarks/evidence/<page>/ again, PROBES="benchmarks/evidence/<page>/<name>.py ..."
 # (paths, in order), each as it was written: from a scratch benchmarks/.probes/ beside _examples.py.
@@ -64,6 +65,13 @@ for stage in "$@"; do
       for e in "${names[@]}"; do if [ "$e" = all ]; then args+=(--all); else args+=(--example "$e"); fi; done
       timeout ${BENCH_TIMEOUT:-540} python3 -m scripts.bench "${args[@]}" ${BENCH_ARGS:-} --out "$OUT/results" > "$LOG/bench_${stage#bench:}.txt" 2>&1
       echo "bench ${stage#bench:} rc=$?"; grep -E "^(==|FAIL|NOT)" "$LOG/bench_${stage#bench:}.txt" ;;
+    sh:*)  # a kept shell probe that writes under $OUT itself (e.g. sh:benchmarks/evidence/overview/profile_missed.sh)
+      timeout ${SH_TIMEOUT:-320} bash "${stage#sh:}" > "$LOG/sh_$(basename "${stage#sh:}" .sh).txt" 2>&1
+      echo "sh ${stage#sh:} rc=$?"; tail -25 "$LOG/sh_$(basename "${stage#sh:}" .sh).txt" ;;
+    py:*)  # a kept Python probe that takes --out DIR --budget S; its files land in $OUT/<name>/
+      n=$(basename "${stage#py:}" .py)
+      timeout ${PY_TIMEOUT:-300} python3 "${stage#py:}" --out "$OUT/$n" --budget ${PY_BUDGET:-200} > "$LOG/py_$n.txt" 2>&1
+      echo "py $n rc=$?"; tail -25 "$LOG/py_$n.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
   echo "stage $stage: $(( $(date +%s) - t0 )) s"
