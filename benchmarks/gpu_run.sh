@@ -68,9 +68,10 @@ for stage in "$@"; do
     sh:*)  # a kept shell probe that writes under $OUT itself (e.g. sh:benchmarks/evidence/overview/profile_missed.sh)
       timeout ${SH_TIMEOUT:-320} bash "${stage#sh:}" > "$LOG/sh_$(basename "${stage#sh:}" .sh).txt" 2>&1
       echo "sh ${stage#sh:} rc=$?"; tail -25 "$LOG/sh_$(basename "${stage#sh:}" .sh).txt" ;;
-    py:*)  # a kept Python probe that takes --out DIR --budget S; its files land in $OUT/<name>/
-      n=$(basename "${stage#py:}" .py)
-      timeout ${PY_TIMEOUT:-300} python3 "${stage#py:}" --out "$OUT/$n" --budget ${PY_BUDGET:-200} > "$LOG/py_$n.txt" 2>&1
+    py:*)  # py:<probe.py>[@SECONDS]: a kept Python probe taking --out DIR --budget S; files land in $OUT/<name>/
+      spec=${stage#py:}; path=${spec%@*}; budget=${PY_BUDGET:-200}; [ "$spec" != "$path" ] && budget=${spec##*@}
+      n=$(basename "$path" .py)
+      timeout $(( budget + 60 )) python3 "$path" --out "$OUT/$n" --budget "$budget" > "$LOG/py_$n.txt" 2>&1
       echo "py $n rc=$?"; tail -25 "$LOG/py_$n.txt" ;;
     *) echo "unknown stage $stage" ;;
   esac
