@@ -543,6 +543,16 @@ def _descriptors_before(ex, q, k, v, o, block_n):
             td(v, [rows, d], [d, 1], [block_n, d], kv_layout), td(o, [rows, d], [d, 1], [ex.WG_M, d], qo_layout))
 
 
+def _pick_variant_before(ex, variant, a, b, c) -> str:
+    """matmul_persistent._pick_variant before the fix: the three TMA checks for every variant."""
+    fits_tma = all(ex.tma_compatible(t) for t in (a, b, c))
+    if variant == "tma" and not fits_tma:
+        raise ValueError("variant='tma' needs ...")
+    if variant == "auto":
+        return "tma" if fits_tma else "persistent"
+    return variant
+
+
 def section_fixes() -> dict:
     """Pure Python: runs on the CPU (CPU tensors) as well as on the GPU (CUDA tensors)."""
     dev = "cuda" if CUDA else "cpu"
@@ -557,6 +567,14 @@ def section_fixes() -> dict:
     r["vector_add grid-size check, after: n > MAX_PROGRAMS * bs"] = loop_us(
         lambda: n > va.MAX_PROGRAMS * bs, 20000)
     r["vector_add _check_inputs (after)"] = loop_us(lambda: va._check_inputs(v, v, bs), 20000)
+    import matmul_persistent as mp
+
+    a = torch.randn(64, 64, device=dev, dtype=torch.float16)
+    for variant in ("persistent", "auto"):
+        r[f"matmul_persistent _pick_variant({variant!r}), before: TMA checks always"] = loop_us(
+            lambda: _pick_variant_before(mp, variant, a, a, a), 20000)
+        r[f"matmul_persistent _pick_variant({variant!r}), after: only for tma and auto"] = loop_us(
+            lambda: mp._pick_variant(variant, a, a, a), 20000)
     try:
         import attention_hopper as ah
 
