@@ -8,7 +8,8 @@ candidate. A page quotes one field of one point (or of the header) through the g
 * ``<file>``: the JSON file, relative to ``benchmarks/evidence/`` (``layer-norm/run32/x.json``).
 * ``<selector>``: ``key=value,key=value``, matched against each point's fields as text (a number
   as Python prints it, ``N=16384``; ``true``/``false`` for a boolean; a list's items joined with
-  ``x``, ``shape=1024x1024x1024``); ``+`` stands for a space (``name=row+w8``). It must match
+  ``x``, ``shape=1024x1024x1024``); ``+`` stands for a space (``name=row+w8``) and ``%2B`` for a plus
+  sign. It must match
   exactly one point. ``header`` selects the file's top level instead.
 * ``<field>``: a field of that point, dotted for a nested one (``kernels.layer_norm_bwd_kernel.spills``);
   a key that holds a dot itself is found whole (``host_us.1024.F.layer_norm``), ``+`` for a space.
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EVIDENCE = ROOT / "benchmarks" / "evidence"
 HEADER = "header"
 SPACE = "+"
+PLUS = "%2B"  # a literal "+" in a selector value (`+` itself stands for a space)
 # The formats, as the documentation writes them (scripts/expressions.py's help text).
 FORMATS = ("`int` (`3,749`: rounded, thousands separated), `<n>f` (n decimals: `0f` `3749`, `1f` `226.2`), "
            "`<n>x` (a ratio: `3x` `0.925x`), `<n>%` (in percent: `1%` `92.5%`); `<k>*` before one "
@@ -54,7 +56,7 @@ class Selector:
             return self
         mine = dict(self.pairs)
         pairs = tuple((k, mine.pop(k, v)) for k, v in base.pairs) + tuple(mine.items())
-        return Selector(",".join(f"{k}={v.replace(' ', SPACE)}" for k, v in pairs), pairs)
+        return Selector(",".join(f"{k}={v.replace('+', PLUS).replace(' ', SPACE)}" for k, v in pairs), pairs)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def parse_selector(word: str) -> Selector:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ResultError(f"expected a selector key=value,key=value (or {HEADER}), got {word!r}")
-        pairs.append((key.replace(SPACE, " "), value.replace(SPACE, " ")))
+        pairs.append((key.replace(SPACE, " "), value.replace(SPACE, " ").replace(PLUS, "+")))
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         raise ResultError(f"selector {word!r} names a key twice")
@@ -117,8 +119,8 @@ def parse_format(word: str) -> Format:
 @functools.lru_cache(maxsize=32)
 def _load(path: str, stamp: tuple[int, int]) -> dict:
     doc = json.loads(Path(path).read_text())
-    if not isinstance(doc, dict) or not isinstance(doc.get("points"), list):
-        raise ResultError(f"{path}: needs a JSON object with a 'points' list")
+    if not isinstance(doc, dict) or not isinstance(doc.get("points", []), list):
+        raise ResultError(f"{path}: needs a JSON object (its 'points', where it has them, a list)")
     return doc
 
 
@@ -160,6 +162,8 @@ def select(doc: dict, file: str, selector: Selector) -> dict:
     """The one point a selector matches (the header for ``header``)."""
     if selector.pairs is None:
         return {k: v for k, v in doc.items() if k != "points"}
+    if "points" not in doc:
+        raise ResultError(f"{file}: has no 'points' list; quote its top level with 'header'")
     points = [p for p in doc["points"] if isinstance(p, dict)]
     found = [p for p in points if all(k in p and as_text(p[k]) == v for k, v in selector.pairs)]
     if len(found) == 1:
@@ -181,7 +185,7 @@ def select(doc: dict, file: str, selector: Selector) -> dict:
 
 def field(obj, path: str, file: str, selector: Selector):
     """The value at a dotted path; a key holding a dot is matched whole (the longest key first)."""
-    parts, value = path.replace(SPACE, " ").split("."), obj
+    parts, value = path.replace(SPACE, " ").replace(PLUS, "+").split("."), obj
     while parts:
         for n in range(len(parts), 0, -1):
             key = ".".join(parts[:n])

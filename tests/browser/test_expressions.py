@@ -156,6 +156,21 @@ def test_evidence_quotes_one_field_of_one_point(probe_page, words, shown):
     assert expressions.render(f"a {{{{ evidence {FILE} {words} }}}} b", probe_page) == f"a {shown} b"
 
 
+def test_evidence_plus_sign_and_header_only_files(tmp_path):
+    # `%2B` is a literal "+" in a selector value and in a field path (`+` stands for a space); a
+    # file without a `points` list is quoted through `header`, and a point selector on it fails
+    (tmp_path / "made-up").mkdir()
+    (tmp_path / "made-up" / "p.json").write_text(json.dumps({
+        "points": [{"candidate": "ptr a + dq b", "ms": 2.5}, {"candidate": "ptr a", "ms": 9.0}]}))
+    (tmp_path / "made-up" / "h.json").write_text(json.dumps({"rows": {"plain (a + b) // b": {"us": 0.14}}}))
+    page = expressions.Page("benchmarks/x.md", None, evidence_dir=tmp_path)
+    assert expressions.render("{{ evidence made-up/p.json candidate=ptr+a+%2B+dq+b ms 1f }}", page) == "2.5"
+    assert expressions.render("{{ evidence made-up/h.json header rows.plain+(a+%2B+b)+//+b.us 2f }}",
+                              page) == "0.14"
+    with pytest.raises(expressions.ExpressionError, match="no 'points' list; quote its top level"):
+        expressions.render("{{ evidence made-up/h.json rows=1 us }}", page)
+
+
 def test_evidence_ratio_divides_two_points_the_second_inheriting_the_first_ones_keys(probe_page):
     a = "what=mm,shape=1024x1024x1024,candidate=tiles+64x128x128+s3"
     assert expressions.render(f"{{{{ evidence_ratio {FILE} {a} candidate=cuBLAS+torch.matmul tflops 3x }}}}",

@@ -430,8 +430,40 @@ def summarize(folder: Path) -> dict:
                   "stalls": "top five reasons of the first stall family present, in this order: "
                             + ", ".join(p + "*" for p, _ in STALL_FAMILIES) + "; 'selected' (issued) not ranked"},
         "comparisons": comparisons,
+        "points": flat_points(cases),
         "cases": cases,
     }
+
+
+POINT_FIELDS = ("duration_us", "sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct",
+                "l2_throughput_pct", "dram_bytes_read", "dram_bytes_write", "registers_per_thread",
+                "achieved_occupancy_pct", "theoretical_occupancy_pct", "warp_cycles_per_issued_instruction",
+                "spills", "limiter")
+
+
+def flat_points(cases: dict) -> list[dict]:
+    """One flat record per (case, kernel) for the pages' `{{ evidence }}` quotes: the scalar fields, the
+    local-memory (spill) bytes loaded and stored, and the top stall reasons as `stall_<reason>`."""
+    points = []
+    for name, case in cases.items():
+        for k in case.get("kernels") or []:
+            local = k.get("local_memory") or {}
+            point = {"case": name, "kernel": k["kernel"], **{f: k.get(f) for f in POINT_FIELDS},
+                     "local_bytes_ld": local.get("l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum"),
+                     "local_bytes_st": local.get("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum")}
+            point.update({f"stall_{r}": v for r, v in (k.get("stalls") or {}).get("top", [])})
+            points.append(point)
+    return points
+
+
+def dumps(summary: dict) -> str:
+    """The summary as JSON, short to read in a diff: the header indented, each case on one line, each
+    flat point on one line (the evidence files' layout)."""
+    head = {k: v for k, v in summary.items() if k not in ("cases", "points")}
+    cases = ",\n".join(f"  {json.dumps(n)}: {json.dumps(c)}" for n, c in summary.get("cases", {}).items())
+    points = ",\n".join("  " + json.dumps(pt) for pt in summary.get("points", []))
+    return (json.dumps(head, indent=1)[:-2] + ',\n "cases": {\n' + cases + '\n },\n "points": [\n'
+            + points + "\n ]\n}\n")
 
 
 def print_table(summary: dict) -> None:
@@ -477,7 +509,7 @@ def main(argv=None) -> int:
     if args.summarize:
         summary = summarize(Path(args.summarize))
         if args.out:
-            Path(args.out).write_text(json.dumps(summary, indent=1) + "\n")
+            Path(args.out).write_text(dumps(summary))
         print_table(summary)
         return 0
     if not args.case:
