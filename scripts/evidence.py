@@ -8,11 +8,12 @@ candidate. A page quotes one field of one point (or of the header) through the g
 * ``<file>``: the JSON file, relative to ``benchmarks/evidence/`` (``layer-norm/run32/x.json``).
 * ``<selector>``: ``key=value,key=value``, matched against each point's fields as text (a number
   as Python prints it, ``N=16384``; ``true``/``false`` for a boolean; a list's items joined with
-  ``x``, ``shape=1024x1024x1024``); ``+`` stands for a space (``name=row+w8``) and ``%2B`` for a plus
-  sign. It must match
-  exactly one point. ``header`` selects the file's top level instead.
+  ``x``, ``shape=1024x1024x1024``); ``+`` stands for a space (``name=row+w8``), ``%2B`` for a plus
+  sign. It must match exactly one point. ``header`` selects the file's top level instead (a file
+  without a ``points`` list is quoted only that way).
 * ``<field>``: a field of that point, dotted for a nested one (``kernels.layer_norm_bwd_kernel.spills``);
-  a key that holds a dot itself is found whole (``host_us.1024.F.layer_norm``), ``+`` for a space.
+  a key that holds a dot itself is found whole (``host_us.1024.F.layer_norm``), ``+`` for a space,
+  ``%2B`` for a plus sign.
 * ``<format>``: see ``FORMATS``.
 
 Anything that does not resolve (an unknown file, no point or two, a missing field, a format for a
