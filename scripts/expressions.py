@@ -172,7 +172,7 @@ SELECTOR_B = Arg("<selector b>", "the point below it; the keys it leaves out are
                  "(`candidate=cuBLAS+torch.matmul`: the same shape and dtype)", evidence.parse_selector)
 EVIDENCE_FIELD = Arg("<point field>", "a field of that point, dotted for a nested one "
                      "(`kernels.layer_norm_bwd_kernel.spills`; a key holding a dot is found whole: "
-                     "`host_us.1024.F.layer_norm`), `+` for a space")
+                     "`host_us.1024.F.layer_norm`), `+` for a space, `%2B` for a plus sign")
 EVIDENCE_FORMAT = Arg("[<format>]", f"how the number is written: {evidence.FORMATS}; without it the value as "
                       "the file holds it (a ratio: `3x`)", evidence.parse_format, optional=True,
                       accepts=evidence.is_format)
