@@ -84,17 +84,11 @@ test: install
 # The examples' tests again under the newest Triton release, in a second venv, so the
 # site never teaches an API that has since been removed (block pointers went in 3.9).
 LATEST := .venv-triton-latest
-# Known under the newest Triton, left out here until the files change with a GPU run (both tests are
-# GPU-gated): the Gluon story is written against Triton 3.6 (its page says so; Triton 3.9 removed
-# tma.async_copy_shared_to_global), and linear_gelu's sm_90 compile test omits FAST_GELU from three
-# configs, a constexpr whose default Triton 3.9's ASTSource no longer fills in (a launch still does).
-LATEST_KNOWN := --ignore=tests/test_attention_hopper.py \
-	--deselect tests/test_linear_gelu.py::test_gpu_only_configs_compile_for_hopper
 test-latest-triton:
 	$(MAKE) --no-print-directory install VENV=$(LATEST)
 	$(call INSTALL_INTO,$(LATEST)) -q --upgrade --no-deps triton
 	$(LATEST)/bin/python -c "import triton; print('newest triton:', triton.__version__)"
-	$(LATEST)/bin/pytest -n 2 tests --ignore=tests/browser -p no:cacheprovider $(LATEST_KNOWN)
+	$(LATEST)/bin/pytest -n 2 tests --ignore=tests/browser -p no:cacheprovider
 
 # On a CUDA machine, with torch and Triton already installed for its GPU (no venv: the
 # venv above holds torch's CPU build): what changed since benchmarks/verified/<gpu>.json, its

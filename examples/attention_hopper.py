@@ -27,6 +27,7 @@
 
 # %%
 # --8<-- [start:setup]
+import functools
 import math
 import os
 
@@ -466,11 +467,16 @@ def _tma_operand(t: torch.Tensor) -> torch.Tensor:
     return t.clone(memory_format=torch.contiguous_format)
 
 
+@functools.lru_cache  # a frozen value per tile shape: built once, not on every call
+def _smem_layout(block: int, d: int, dtype: torch.dtype) -> gl.NVMMASharedLayout:
+    gdt = gl.float16 if dtype == torch.float16 else gl.bfloat16
+    return gl.NVMMASharedLayout.get_default_for([block, d], gdt)
+
+
 def _descriptors(q, k, v, o, block_n: int):
     rows, d = q.numel() // q.shape[-1], q.shape[-1]
-    gdt = gl.float16 if q.dtype == torch.float16 else gl.bfloat16
-    qo_layout = gl.NVMMASharedLayout.get_default_for([WG_M, d], gdt)
-    kv_layout = gl.NVMMASharedLayout.get_default_for([block_n, d], gdt)
+    qo_layout = _smem_layout(WG_M, d, q.dtype)
+    kv_layout = _smem_layout(block_n, d, q.dtype)
     return (TensorDescriptor(q, [rows, d], [d, 1], [WG_M, d], qo_layout),
             TensorDescriptor(k, [rows, d], [d, 1], [block_n, d], kv_layout),
             TensorDescriptor(v, [rows, d], [d, 1], [block_n, d], kv_layout),

@@ -116,7 +116,7 @@ def _check_inputs(x: torch.Tensor, y: torch.Tensor, block_size: int) -> None:
         raise ValueError(f"block_size must be a positive power of two, "
                          f"got {block_size}")
     n = x.numel()
-    if triton.cdiv(n, block_size) > MAX_PROGRAMS:
+    if n > MAX_PROGRAMS * block_size:  # more than MAX_PROGRAMS tiles
         raise ValueError(f"block_size={block_size} needs {triton.cdiv(n, block_size)} "
                          f"programs for {n} elements, more than grid axis 0 holds "
                          f"({MAX_PROGRAMS}): use a larger block_size")

@@ -18,6 +18,10 @@ from strategies import SEEDS, T, budget, cover, exact_fp32, expect, launch
 from support import DEVICE, ON_GPU
 
 ON_SM90 = ON_GPU and torch.cuda.get_device_capability() == (9, 0)
+# Gluon is experimental: the story is written against Triton 3.6 (its page says so). Triton 3.9
+# removed tma.async_copy_shared_to_global, so under another release the kernel does not compile.
+gluon_of_triton_36 = pytest.mark.skipif(not ex.triton.__version__.startswith("3.6."),
+                                        reason="the Gluon kernel is written against Triton 3.6")
 requires_sm90 = pytest.mark.skipif(not ON_SM90, reason="needs an sm_90 GPU (H100, H200): Gluon's Hopper ops")
 HALF = [torch.float16, torch.bfloat16]
 
@@ -122,6 +126,7 @@ def test_reference_matches_sdpa_math():
 
 # --- compiled for sm_90 on any machine ---------------------------------------------------------------
 
+@gluon_of_triton_36
 def test_compiles_for_sm90_without_a_gpu():
     kernel = ex.compile_for_sm90(torch.bfloat16, 64, False)
     assert ".target sm_90a" in kernel.asm["ptx"]
@@ -137,6 +142,7 @@ def test_compile_for_sm90_takes_what_the_launcher_takes():
         ex.compile_for_sm90(torch.float16, 96, False)
 
 
+@gluon_of_triton_36
 @pytest.mark.skipif(ON_SM90, reason="on an sm_90 GPU the self-check runs the kernel (test_gpu_self_check)")
 def test_self_check_compiles_off_hopper(capsys):
     ex.self_check()
