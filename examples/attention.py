@@ -11,7 +11,9 @@
 #    and never writes the scores; causal programs stop at the diagonal;
 # 3. **backward**: `delta = rowsum(dO * O)`, then one kernel for dK and dV (one
 #    program per block of keys) and one for dQ (one program per block of
-#    queries), both recomputing the probabilities from the saved log-sum-exp.
+#    queries), both recomputing the probabilities from the saved log-sum-exp;
+# 4. **tensor descriptors**: the same kernels with each tile moved by Hopper's
+#    copy engine (TMA) instead of a block of pointers, where the tensors allow.
 #
 # fp16 and bf16 (and fp32, mainly for the interpreter) in, the same dtype out,
 # fp32 accumulation inside. Registered as `torch.ops.tit.attention_fwd` with
@@ -46,6 +48,7 @@ DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 import math  # noqa: E402
 
 from torch.library import triton_op, wrap_triton  # noqa: E402  (used further down)
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 
 def attention_torch(q, k, v, causal: bool = False,
@@ -512,6 +515,207 @@ def attn_bwd_dq_kernel(
 
 
 # %% [markdown]
+# ## Step 5: tensor descriptors (TMA) on Hopper
+#
+# The same three kernels, with every `(BLOCK, head_dim)` tile of q, k, v, dO and
+# the outputs moved by a tensor descriptor instead of a block of pointers: on
+# sm_90 the copy engine (TMA) fetches the tile into shared memory while the warps
+# compute. The descriptors are built on the host over the 4-D tensors with their
+# real strides, with a block of `(1, 1, BLOCK, head_dim)`: the bounds are those of
+# one head, so a ragged last block loads zeros and stores nothing past `seq`, and
+# strided views work. The launcher falls back to the pointer kernels above when a
+# tensor breaks the descriptor rules (16-byte aligned start and strides).
+#
+# One more change: causal programs start with the heaviest blocks of queries
+# (the last ones, which see the most keys), so that the short ones fill the tail
+# of the launch instead of leaving one long program running alone at the end.
+
+
+# %%
+# --8<-- [start:tma-fwd]
+@triton.jit
+def _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, z, h, offs_m, lo, hi, seq_k,
+                   qk_scale, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                   MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+                   PRECISION: tl.constexpr):
+    offs_n = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        k = k_desc.load([z, h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)  # (1)!
+        v = v_desc.load([z, h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale  # log2 units
+        if MASKED:
+            keep = (start_n + offs_n < seq_k)[None, :]
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] >= (start_n + offs_n)[None, :])
+            s = tl.where(keep, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.math.exp2(m_i - m_new)
+        p = tl.math.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None],
+                     input_precision=PRECISION)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attn_fwd_tma_kernel(
+    q_desc, k_desc, v_desc, o_desc, LSE,  # descriptors over (B, H, seq, D); LSE: fp32
+    n_heads, seq_q, seq_k, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):
+    start_m, h, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    if CAUSAL:  # heaviest first: the last block of queries sees every key
+        start_m = tl.num_programs(0) - 1 - start_m  # (2)!
+    qk_scale = tl.cast(qk_scale, tl.float32)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    q = q_desc.load([z, h, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        n_free = start_m * BLOCK_M
+        n_end = tl.minimum(n_free + BLOCK_M, seq_k)
+    else:
+        n_free = (seq_k // BLOCK_N) * BLOCK_N
+        n_end = seq_k
+    acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, z, h, offs_m,
+                                   0, n_free, seq_k, qk_scale, BLOCK_N, HEAD_DIM,
+                                   False, CAUSAL, PRECISION)
+    acc, l_i, m_i = _fwd_tma_inner(acc, l_i, m_i, q, k_desc, v_desc, z, h, offs_m,
+                                   n_free, n_end, seq_k, qk_scale, BLOCK_N, HEAD_DIM,
+                                   True, CAUSAL, PRECISION)
+    o = (acc / l_i[:, None]).to(o_desc.dtype)
+    o_desc.store([z, h, start_m * BLOCK_M, 0],
+                 o.reshape(1, 1, BLOCK_M, HEAD_DIM))  # (3)!
+    lse = (m_i + tl.math.log2(l_i)) / 1.4426950408889634
+    row = (z.to(tl.int64) * n_heads + h) * seq_q
+    tl.store(LSE + row + offs_m, lse, mask=offs_m < seq_q)
+
+
+# --8<-- [end:tma-fwd]
+
+
+# --8<-- [start:tma-bwd]
+@triton.jit
+def _dkdv_tma_inner(dk, dv, k, v, q_desc, do_desc, z, h, lse_ptr, delta_ptr, offs_n,
+                    lo, hi, seq_q, qk_scale, BLOCK_M: tl.constexpr,
+                    HEAD_DIM: tl.constexpr, MASKED: tl.constexpr,
+                    PRECISION: tl.constexpr):
+    offs_m0 = tl.arange(0, BLOCK_M)
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + offs_m0
+        row_ok = offs_m < seq_q
+        q = q_desc.load([z, h, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)  # zeros past seq
+        do = do_desc.load([z, h, start_m, 0]).reshape(BLOCK_M, HEAD_DIM)
+        lse2 = tl.load(lse_ptr + offs_m, mask=row_ok,
+                       other=float("inf")) * 1.4426950408889634
+        delta = tl.load(delta_ptr + offs_m, mask=row_ok, other=0.0)
+        p_t = tl.math.exp2(tl.dot(k, tl.trans(q), input_precision=PRECISION)
+                           * qk_scale - lse2[None, :])  # P^T
+        if MASKED:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv, input_precision=PRECISION)
+        dp_t = tl.dot(v, tl.trans(do), input_precision=PRECISION)
+        ds_t = (p_t * (dp_t - delta[None, :])).to(q.dtype)
+        dk = tl.dot(ds_t, q, dk, input_precision=PRECISION)
+    return dk, dv
+
+
+@triton.jit
+def attn_bwd_dkdv_tma_kernel(
+    q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc, LSE, DELTA,
+    n_heads, seq_q, seq_k, sm_scale, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):
+    start_n, h, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    sm_scale, qk_scale = tl.cast(sm_scale, tl.float32), tl.cast(qk_scale, tl.float32)
+    offs_n = start_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    k = k_desc.load([z, h, start_n * BLOCK_N, 0]).reshape(BLOCK_N, HEAD_DIM)
+    v = v_desc.load([z, h, start_n * BLOCK_N, 0]).reshape(BLOCK_N, HEAD_DIM)
+    row = (z.to(tl.int64) * n_heads + h) * seq_q
+    lse_ptr, delta_ptr = LSE + row, DELTA + row
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        m_diag = start_n * BLOCK_N
+        m_free = tl.minimum(m_diag + BLOCK_N, seq_q)
+        dk, dv = _dkdv_tma_inner(dk, dv, k, v, q_desc, do_desc, z, h, lse_ptr,
+                                 delta_ptr, offs_n, m_diag, m_free, seq_q, qk_scale,
+                                 BLOCK_M, HEAD_DIM, True, PRECISION)
+    else:
+        m_free = 0
+    dk, dv = _dkdv_tma_inner(dk, dv, k, v, q_desc, do_desc, z, h, lse_ptr, delta_ptr,
+                             offs_n, m_free, seq_q, seq_q, qk_scale, BLOCK_M,
+                             HEAD_DIM, False, PRECISION)
+    dk_desc.store([z, h, start_n * BLOCK_N, 0],
+                  (dk * sm_scale).to(dk_desc.dtype).reshape(1, 1, BLOCK_N, HEAD_DIM))
+    dv_desc.store([z, h, start_n * BLOCK_N, 0],
+                  dv.to(dv_desc.dtype).reshape(1, 1, BLOCK_N, HEAD_DIM))
+
+
+@triton.jit
+def _dq_tma_inner(dq, q, do, lse2, delta, k_desc, v_desc, z, h, offs_m, lo, hi, seq_k,
+                  qk_scale, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+                  MASKED: tl.constexpr, CAUSAL: tl.constexpr,
+                  PRECISION: tl.constexpr):
+    offs_n0 = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + offs_n0
+        k = k_desc.load([z, h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        v = v_desc.load([z, h, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        p = tl.math.exp2(tl.dot(q, tl.trans(k), input_precision=PRECISION) * qk_scale
+                         - lse2[:, None])
+        if MASKED:
+            keep = (offs_n < seq_k)[None, :]
+            if CAUSAL:
+                keep = keep & (offs_m[:, None] >= offs_n[None, :])
+            p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq, input_precision=PRECISION)
+    return dq
+
+
+@triton.jit
+def attn_bwd_dq_tma_kernel(
+    q_desc, k_desc, v_desc, do_desc, dq_desc, LSE, DELTA,
+    n_heads, seq_q, seq_k, sm_scale, qk_scale,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+):
+    start_m, h, z = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    if CAUSAL:  # heaviest first, as in the forward
+        start_m = tl.num_programs(0) - 1 - start_m
+    sm_scale, qk_scale = tl.cast(sm_scale, tl.float32), tl.cast(qk_scale, tl.float32)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = offs_m < seq_q
+    q = q_desc.load([z, h, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+    do = do_desc.load([z, h, start_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+    row = (z.to(tl.int64) * n_heads + h) * seq_q
+    lse2 = tl.load(LSE + row + offs_m, mask=row_ok, other=0.0) * 1.4426950408889634
+    delta = tl.load(DELTA + row + offs_m, mask=row_ok, other=0.0)
+    if CAUSAL:
+        n_free = start_m * BLOCK_M
+        n_end = tl.minimum(n_free + BLOCK_M, seq_k)
+    else:
+        n_free = (seq_k // BLOCK_N) * BLOCK_N
+        n_end = seq_k
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    dq = _dq_tma_inner(dq, q, do, lse2, delta, k_desc, v_desc, z, h, offs_m, 0, n_free,
+                       seq_k, qk_scale, BLOCK_N, HEAD_DIM, False, CAUSAL,
+                       PRECISION)
+    dq = _dq_tma_inner(dq, q, do, lse2, delta, k_desc, v_desc, z, h, offs_m, n_free,
+                       n_end, seq_k, qk_scale, BLOCK_N, HEAD_DIM, True, CAUSAL,
+                       PRECISION)
+    dq_desc.store([z, h, start_m * BLOCK_M, 0],
+                  (dq * sm_scale).to(dq_desc.dtype).reshape(1, 1, BLOCK_M, HEAD_DIM))
+# --8<-- [end:tma-bwd]
+
+
+# %% [markdown]
 # ## Launch settings
 #
 # One function holds every launch setting: a fixed choice per head dim and dtype
@@ -530,47 +734,56 @@ PASSES = ("fwd", "dkdv", "dq", "preprocess")
 # e.g. {"fwd": {"BLOCK_N": 128, "num_stages": 4}}: applies to every call
 CONFIG_OVERRIDES: dict[str, dict] = {}
 MAX_GRID_YZ = 65535  # CUDA's limit on grid axes 1 and 2 (heads, batch)
+_BASE_KEYS = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "PRECISION")
 INT32_MAX = 2**31 - 1  # CUDA's limit on grid axis 0
 
 
 def _config(head_dim: int, dtype: torch.dtype, device: torch.device, pass_: str,
             causal: bool = False) -> dict:
     """Launch settings of one pass: BLOCK_M (queries), BLOCK_N (keys), num_warps,
-    num_stages, PRECISION."""
+    num_stages, PRECISION and (not for preprocess) TMA: tensor descriptors."""
     # fp16/bf16: PRECISION is ignored by tl.dot
     precision = FP32_PRECISION if dtype == torch.float32 else "tf32"
     if device.type != "cuda":  # the interpreter: small tiles, many blocks per test
         blocks = {"fwd": (32, 16), "dkdv": (16, 32), "dq": (32, 16),
                   "preprocess": (32, 0)}[pass_]
         cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4,
-               "num_stages": 1}
+               "num_stages": 1, "TMA": True}
     elif dtype == torch.float32:  # twice the bytes per tile, and no tensor cores (ieee)
         blocks = {"fwd": (64, 32), "dkdv": (32, 64), "dq": (64, 32),
                   "preprocess": (64, 0)}[pass_]
         cfg = {"BLOCK_M": blocks[0], "BLOCK_N": blocks[1], "num_warps": 4,
-               "num_stages": 2}
-    # fp16/bf16 on a GPU: the fastest settings of a sweep on an H200
-    # (fp16, batch 4 x 16 heads x seq 4096; the attention Benchmarks page has it)
+               "num_stages": 2, "TMA": False}
+    # fp16/bf16 on a GPU: the fastest settings of sweeps on an H200
+    # (the attention Benchmarks page has them)
     elif pass_ == "fwd":  # 128 queries per program, 128 keys (64 at head_dim 64)
         cfg = ({"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
                if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3})
+        cfg["TMA"] = True
     elif pass_ == "dkdv":  # keys stay (dK, dV accumulators), queries stream through
         # head_dim <= 64 without a causal mask: 64 x 128 tiles on 4 warps spill 190
-        # registers a thread and run 5x slower than 64 x 64 (measured on an H200)
-        cfg = ({"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3}
+        # registers a thread and run 5x slower than 64 x 64; with the mask they are
+        # the fastest, but only with pointer loads (descriptors: 3x slower)
+        cfg = ({"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 8, "num_stages": 3,
+                "TMA": True}
                if head_dim == 128 else
-               {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2}
+               {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2,
+                "TMA": False}
                if causal else
-               {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2})
+               {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2,
+                "TMA": True})
     elif pass_ == "dq":  # queries stay (dQ accumulator), keys stream through
         cfg = ({"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 3}
                if head_dim == 128 else
                {"BLOCK_M": 128, "BLOCK_N": 32, "num_warps": 8, "num_stages": 3})
+        cfg["TMA"] = True
     elif pass_ == "preprocess":
         cfg = {"BLOCK_M": 64, "BLOCK_N": 0, "num_warps": 4, "num_stages": 1}
     else:
         raise ValueError(f"pass_ must be one of {PASSES}, got {pass_!r}")
+    if pass_ == "preprocess":
+        cfg.pop("TMA", None)
     return {**cfg, "PRECISION": precision, **CONFIG_OVERRIDES.get(pass_, {})}
 
 
@@ -582,9 +795,12 @@ def _resolve_config(q: torch.Tensor, pass_: str, config: dict | None,
 
 
 def _checked_config(cfg: dict, pass_: str) -> dict:
-    unknown = set(cfg) - {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "PRECISION"}
+    keys = set(_BASE_KEYS) | ({"TMA"} if pass_ != "preprocess" else set())
+    unknown = set(cfg) - keys
     if unknown:
         raise TypeError(f"config[{pass_!r}] has unknown keys {sorted(unknown)}")
+    if not isinstance(cfg.get("TMA", False), bool):
+        raise TypeError(f"config[{pass_!r}]['TMA'] must be a bool, got {cfg['TMA']!r}")
     for key in ("BLOCK_M", "BLOCK_N") if pass_ != "preprocess" else ("BLOCK_M",):
         b = cfg[key]
         if not isinstance(b, int) or b < 16 or b & (b - 1):
@@ -606,8 +822,12 @@ def _checked_config(cfg: dict, pass_: str) -> dict:
 # the outputs and launch with the settings above. Every stride of q, k, v, o and
 # dO is a kernel argument, so views (a `(batch, seq, heads, head_dim)` tensor
 # transposed to `(batch, heads, seq, head_dim)`, a slice with a storage offset)
-# work without a copy; the head dim must have unit stride. `wrap_triton` lets
-# `torch.compile` see the launches.
+# work without a copy; the head dim must have unit stride. Inside the
+# `triton_op` below they launch through `wrap_triton`, which lets `torch.compile`
+# see the kernels; called directly they launch the kernels themselves. An eager
+# `wrap_triton` launch costs host time, and it files every argument that is not a
+# tensor or a number (a tensor descriptor, and with it its tensor) in a table
+# that is never emptied: the memory of every output would stay allocated.
 
 
 # %%
@@ -686,8 +906,33 @@ def _check_bwd_inputs(do, o, lse, q):
 
 
 # --8<-- [start:launchers]
+def _descriptor_ok(*tensors) -> bool:
+    """Whether tensor descriptors can cover these (B, H, seq, D) tensors: unit last
+    stride, the other strides and the start multiples of 16 bytes (TMA's rules).
+    The start is checked through the storage offset: torch allocates 16-byte
+    aligned storage, and a fake tensor under torch.compile has no data pointer."""
+    for t in tensors:
+        e = t.element_size()
+        if t.stride(-1) != 1 or (t.storage_offset() * e) % 16:
+            return False
+        if any(s <= 0 or (s * e) % 16 for s in t.stride()[:-1]):
+            return False
+    return True
+
+
+def _desc(t: torch.Tensor, block: int):
+    """A descriptor over t's 4-D shape and strides, moving (1, 1, block, D) tiles."""
+    return TensorDescriptor.from_tensor(t, [1, 1, block, t.shape[-1]])
+
+
+def _launcher(kernel, wrap: bool):
+    """kernel[grid](...) eagerly; wrap_triton(kernel)[grid](...) in a triton_op."""
+    return wrap_triton(kernel) if wrap else kernel
+
+
 def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = None,
-                      config: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                      config: dict | None = None, wrap: bool = False,
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse): o like q (contiguous); lse, (B, H, seq_q), the fp32 natural-log
     log-sum-exp of each query row."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
@@ -698,8 +943,15 @@ def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = No
     if o.numel() == 0:
         return o, lse
     cfg = _resolve_config(q, "fwd", config)
+    tma = cfg.pop("TMA", False) and _descriptor_ok(q, k, v)
     grid = (triton.cdiv(M, cfg["BLOCK_M"]), H, B)  # (1)!
-    wrap_triton(attn_fwd_kernel)[grid](
+    if tma:  # Step 5: descriptors over the 4-D tensors, bounds per head
+        bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+        _launcher(attn_fwd_tma_kernel, wrap)[grid](
+            _desc(q, bm), _desc(k, bn), _desc(v, bn), _desc(o, bm), lse, H, M, N,
+            sm_scale * LOG2E, HEAD_DIM=D, CAUSAL=causal, **cfg)
+        return o, lse
+    _launcher(attn_fwd_kernel, wrap)[grid](
         q, k, v, o, lse, *q.stride()[:3], *k.stride()[:3], *v.stride()[:3],
         *o.stride()[:3], H, M, N, sm_scale * LOG2E, HEAD_DIM=D, CAUSAL=causal, **cfg)
     return o, lse
@@ -707,6 +959,7 @@ def attention_forward(q, k, v, causal: bool = False, sm_scale: float | None = No
 
 def attention_backward(do, q, k, v, o, lse, causal: bool = False,
                        sm_scale: float | None = None, config: dict | None = None,
+                       wrap: bool = False,
                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dq, dk, dv) in q's dtype, from the forward's o and lse."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale)
@@ -720,18 +973,34 @@ def attention_backward(do, q, k, v, o, lse, causal: bool = False,
         return dq.zero_(), dk.zero_(), dv.zero_()
     delta = torch.empty_like(lse)
     pre = _resolve_config(q, "preprocess", config)
-    wrap_triton(attn_bwd_preprocess_kernel)[(triton.cdiv(M, pre["BLOCK_M"]), H, B)](
+    _launcher(attn_bwd_preprocess_kernel, wrap)[(triton.cdiv(M, pre["BLOCK_M"]), H, B)](
         o, do, delta, *o.stride()[:3], *do.stride()[:3], H, M, HEAD_DIM=D,
         BLOCK_M=pre["BLOCK_M"], num_warps=pre["num_warps"])
-    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *do.stride()[:3])
     cfg = _resolve_config(q, "dkdv", config, causal)
-    wrap_triton(attn_bwd_dkdv_kernel)[(triton.cdiv(N, cfg["BLOCK_N"]), H, B)](
-        q, k, v, do, dk, dv, lse, delta, *strides, H, M, N, sm_scale, sm_scale * LOG2E,
-        HEAD_DIM=D, CAUSAL=causal, **cfg)
-    cfg = _resolve_config(q, "dq", config)
-    wrap_triton(attn_bwd_dq_kernel)[(triton.cdiv(M, cfg["BLOCK_M"]), H, B)](
-        q, k, v, do, dq, lse, delta, *strides, H, M, N, sm_scale, sm_scale * LOG2E,
-        HEAD_DIM=D, CAUSAL=causal, **cfg)
+    dq_cfg = _resolve_config(q, "dq", config, causal)
+    tma_ok = _descriptor_ok(q, k, v, do)
+    tma, dq_tma = cfg.pop("TMA", False) and tma_ok, dq_cfg.pop("TMA", False) and tma_ok
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    strides = (*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *do.stride()[:3])
+    if tma:  # Step 5: descriptors, as in the forward
+        _launcher(attn_bwd_dkdv_tma_kernel, wrap)[(triton.cdiv(N, bn), H, B)](
+            _desc(q, bm), _desc(k, bn), _desc(v, bn), _desc(do, bm), _desc(dk, bn),
+            _desc(dv, bn), lse, delta, H, M, N, sm_scale, sm_scale * LOG2E,
+            HEAD_DIM=D, CAUSAL=causal, **cfg)
+    else:
+        _launcher(attn_bwd_dkdv_kernel, wrap)[(triton.cdiv(N, bn), H, B)](
+            q, k, v, do, dk, dv, lse, delta, *strides, H, M, N, sm_scale,
+            sm_scale * LOG2E, HEAD_DIM=D, CAUSAL=causal, **cfg)
+    bm, bn = dq_cfg["BLOCK_M"], dq_cfg["BLOCK_N"]
+    if dq_tma:
+        _launcher(attn_bwd_dq_tma_kernel, wrap)[(triton.cdiv(M, bm), H, B)](
+            _desc(q, bm), _desc(k, bn), _desc(v, bn), _desc(do, bm), _desc(dq, bm),
+            lse, delta, H, M, N, sm_scale, sm_scale * LOG2E, HEAD_DIM=D,
+            CAUSAL=causal, **dq_cfg)
+    else:
+        _launcher(attn_bwd_dq_kernel, wrap)[(triton.cdiv(M, bm), H, B)](
+            q, k, v, do, dq, lse, delta, *strides, H, M, N, sm_scale,
+            sm_scale * LOG2E, HEAD_DIM=D, CAUSAL=causal, **dq_cfg)
     return dq, dk, dv
 # --8<-- [end:launchers]
 
@@ -779,13 +1048,13 @@ def _attention_bwd_op(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                       v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor, causal: bool,
                       sm_scale: float,
                       ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return attention_backward(do, q, k, v, o, lse, causal, sm_scale)
+    return attention_backward(do, q, k, v, o, lse, causal, sm_scale, wrap=True)
 
 
 @triton_op("tit::attention_fwd", mutates_args={})
 def _attention_fwd_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                       sm_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    return attention_forward(q, k, v, causal, sm_scale)
+    return attention_forward(q, k, v, causal, sm_scale, wrap=True)
 
 
 def _setup_context(ctx, inputs, output):

@@ -157,6 +157,46 @@ def test_autograd_function_with_config_overrides():
         torch.testing.assert_close(t.grad, g, **FP32)
 
 
+@pytest.mark.parametrize("cfg", [
+    {"fwd": {"TMA": False}, "dkdv": {"TMA": False}, "dq": {"TMA": False}},  # pointer kernels
+    {"fwd": {"TMA": True}, "dkdv": {"TMA": True}, "dq": {"TMA": True}},  # descriptors
+    {"dkdv": {"TMA": False}, "dq": {"TMA": True}},  # mixed, as at head dim 64 causal
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_kernel_variants(cfg, causal):
+    q, k, v = qkv(2, 2, 37, 32, n=None if causal else 45)
+    do = torch.randn_like(q)
+    o_ref, lse_ref, grads = reference(q, k, v, do, causal)
+    o, lse = ex.attention_forward(q.detach(), k.detach(), v.detach(), causal, None, cfg)
+    torch.testing.assert_close(lse, lse_ref, **FP32)
+    out = ex.attention_function(q, k, v, causal, None, cfg)
+    out.backward(do)
+    torch.testing.assert_close(out, o_ref, **FP32)
+    for t, g in zip((q, k, v), grads, strict=True):
+        torch.testing.assert_close(t.grad, g, **FP32)
+
+
+def test_descriptor_rules():
+    x = torch.randn(2, 3, 40, 16)
+    assert ex._descriptor_ok(x, x.transpose(1, 2).contiguous().transpose(1, 2))
+    assert not ex._descriptor_ok(torch.randn(2, 3, 40, 18)[..., :16])  # 36-byte rows
+    assert not ex._descriptor_ok(torch.randn(641)[1:].view(1, 1, 40, 16))  # 4-byte start
+    assert not ex._descriptor_ok(x[:1].expand(2, 3, 40, 16))  # stride 0
+    assert not ex._descriptor_ok(x.transpose(2, 3))  # last stride not 1
+
+
+def test_default_settings_use_descriptors_where_measured_faster():
+    gpu = torch.device("cuda")
+    for pass_ in ("fwd", "dkdv", "dq"):
+        for d in (64, 128):
+            for causal in (False, True):
+                cfg = ex._config(d, torch.float16, gpu, pass_, causal)
+                # head dim 64 with the mask: descriptor loads spill in the dK/dV kernel
+                assert cfg["TMA"] is not (pass_ == "dkdv" and d == 64 and causal)
+        assert ex._config(64, torch.float32, gpu, pass_)["TMA"] is False
+    assert "TMA" not in ex._config(64, torch.float16, gpu, "preprocess")
+
+
 def test_module_config_overrides(monkeypatch):
     monkeypatch.setitem(ex.CONFIG_OVERRIDES, "fwd", {"BLOCK_M": 16, "BLOCK_N": 16})
     assert ex._config(64, torch.float16, torch.device("cuda"), "fwd")["BLOCK_M"] == 16
@@ -168,6 +208,8 @@ def test_module_config_overrides(monkeypatch):
     ({"fwd": {"BLOCK_M": 16, "BLOCK_N": 32}}, ValueError, "BLOCK_M must be a multiple of BLOCK_N"),
     ({"dkdv": {"BLOCK_M": 64, "BLOCK_N": 32}}, ValueError, "BLOCK_N must be a multiple of BLOCK_M"),
     ({"fwd": {"block": 16}}, TypeError, "unknown keys"),
+    ({"preprocess": {"TMA": True}}, TypeError, "unknown keys"),
+    ({"dq": {"TMA": 1}}, TypeError, r"config\['dq'\]\['TMA'\] must be a bool"),
 ])
 def test_bad_config(config, error, match):
     q, k, v = qkv(1, 1, 8, 16, grad=False)
@@ -385,3 +427,78 @@ def test_gpu_offsets_past_2_31_large():
 def test_self_check_runs(capsys):
     ex.self_check(seqs=(3,))
     assert "match the fp32 reference" in capsys.readouterr().out
+
+
+SM90_COMPILE = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "0"  # compile for real, with no GPU present
+sys.path.insert(0, "examples")
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.runtime.jit import mangle_type
+from triton.tools.tensor_descriptor import TensorDescriptor
+import attention as ex
+
+KERNELS = {"fwd": ex.attn_fwd_tma_kernel, "dkdv": ex.attn_bwd_dkdv_tma_kernel,
+           "dq": ex.attn_bwd_dq_tma_kernel}
+for dtype in (torch.float16, torch.bfloat16):
+    for d in (64, 128):
+        for causal in (False, True):
+            for pass_, kernel in KERNELS.items():
+                cfg = ex._config(d, dtype, torch.device("cuda"), pass_, causal)
+                if not cfg.pop("TMA"):
+                    continue
+                t = torch.empty(1, 1, 256, d, dtype=dtype)
+                consts = {"HEAD_DIM": d, "CAUSAL": causal, **cfg}
+                sig = {}
+                for p in kernel.params:
+                    n = p.name
+                    if n.endswith("_desc"):  # keys and values (and dK, dV) move BLOCK_N rows
+                        rows = cfg["BLOCK_N"] if n[0] in "kv" or n[1:2] in "kv" else cfg["BLOCK_M"]
+                        sig[n] = mangle_type(TensorDescriptor.from_tensor(t, [1, 1, rows, d]))
+                    elif n in consts:
+                        sig[n] = "constexpr"
+                    else:
+                        sig[n] = {"LSE": "*fp32", "DELTA": "*fp32", "sm_scale": "fp32",
+                                  "qk_scale": "fp32"}.get(n, "i32")
+                meta = {n: v for n, v in consts.items() if sig.get(n) == "constexpr"}
+                k = triton.compile(ASTSource(kernel, sig, meta), target=GPUTarget("cuda", 90, 32),
+                                   options={"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
+                print(pass_, k.metadata.shared, k.asm["ptx"].count("cp.async.bulk.tensor"))
+"""
+
+
+@pytest.mark.skipif(ON_GPU, reason="the GPU tests run every descriptor kernel")
+def test_descriptor_kernels_compile_for_hopper():
+    # the interpreter never compiles: the TMA copies and the shared-memory budget of each
+    # default GPU setting are only checked by compiling for sm_90 (ptxas ships with triton)
+    import subprocess
+    import sys
+
+    root = ex.__file__.rsplit("/examples/", 1)[0]
+    out = subprocess.run([sys.executable, "-c", SM90_COMPILE], cwd=root, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert len(rows) == 22, rows  # 2 dtypes x 2 head dims x 2 masks x 3 passes, less dK/dV at 64 causal
+    for pass_, shared, copies in rows:
+        assert 0 < int(shared) <= 232448, (pass_, shared)  # 227 KB per block on sm_90
+        assert int(copies) > 0, pass_  # the loads went through the copy engine
+
+
+@pytest.mark.parametrize("tma", [False, True])
+def test_direct_calls_leave_no_reference_to_their_tensors(tma):
+    # descriptors hold their tensors: an eager wrap_triton launch would file them in
+    # torch's kernel side table for good, and every output would stay allocated
+    import gc
+    import weakref
+
+    cfg = {p: {"TMA": tma} for p in ("fwd", "dkdv", "dq")}
+    q, k, v = qkv(1, 2, 40, 16, grad=False)
+    o, lse = ex.attention_forward(q, k, v, True, None, cfg)
+    grads = ex.attention_backward(torch.ones_like(o), q, k, v, o, lse, True, None, cfg)
+    refs = [weakref.ref(t) for t in (o, lse, *grads)]
+    del o, lse, grads
+    gc.collect()
+    assert all(r() is None for r in refs)
