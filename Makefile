@@ -20,7 +20,7 @@ INSTALL_INTO = $(if $(UV),$(1)/bin/uv pip install --compile-bytecode --python $(
 INSTALL = $(call INSTALL_INTO,$(VENV))
 LOCAL_WHEELS = $(foreach d,$(shell $(PY) -m pip config get global.find-links 2>/dev/null),--find-links $(d))
 
-.PHONY: help install install-site serve build test test-latest-triton lint notebooks bench-tiny gpu-check screenshot clean
+.PHONY: help install install-site serve build test test-latest-triton lint notebooks bench-tiny gpu-check gpu-wheels screenshot clean
 
 help:
 	@echo "make serve   install and serve the site at http://127.0.0.1:8000"
@@ -100,6 +100,14 @@ GPU_CHECK_ARGS ?=
 FULL ?=
 gpu-check:
 	$(GPU_PY) -m scripts.gpu_check $(if $(FULL),,--changed) $(GPU_CHECK_ARGS)
+
+# The pure-Python wheels the GPU machine lacks (it has no network): carried in .whl/ (the device
+# tool's carry list) and installed by benchmarks/gpu_run.sh. liger-kernel is layer norm's peer.
+WHEEL_DIR ?= .whl
+GPU_WHEELS := "pytest-codeblocks>=0.17,<0.19" pymdown-extensions==13.1 "pytest-randomly>=3.15" \
+	markdown liger-kernel==0.8.5
+gpu-wheels:
+	python3 -m pip download -q --no-deps -d $(WHEEL_DIR) $(GPU_WHEELS)
 
 # The README's picture of the home page (docs/assets/screenshot.png): the site built, then
 # photographed at 1280x800 in Debian's chromium (scripts/screenshot.py). Run it after a change to

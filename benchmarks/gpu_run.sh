@@ -9,8 +9,8 @@
 # Everything it prints and writes lands in $OUT/run.tgz (logs/ and results/); the `check`
 # stage (scripts/gpu_check.py, CHECK_ARGS e.g. "--runs 2") writes its record, only when
 # nothing failed, to $OUT/verified/<gpu>.json, beside the archive.
-# The machine has no network: pure-Python wheels the tests need (pytest-codeblocks,
-# pymdown-extensions, markdown) travel in .whl/ and are installed to /tmp/site.
+# The machine has no network: pure-Python wheels the tests need (`make gpu-wheels`: pytest-codeblocks,
+# pymdown-extensions, markdown, pytest-randomly, liger-kernel) travel in .whl/ and are installed to /tmp/site.
 set -u
 export PYTHONUNBUFFERED=1 NO_MKDOCS_2_WARNING=1
 OUT=${OUT:-/tmp/out}
