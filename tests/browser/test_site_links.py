@@ -3,7 +3,9 @@ the search index is small and finds prose before data. Run after `mkdocs build -
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -133,6 +135,22 @@ def test_no_page_is_heavy(site_dir):
     heavy = [f"{p.relative_to(SITE).as_posix()}: {p.stat().st_size / 1000:.0f} KB" for p in _html_pages()
              if p.stat().st_size > MAX_PAGE_BYTES]
     assert not heavy, f"pages over {MAX_PAGE_BYTES // 1000} KB:\n" + "\n".join(heavy)
+
+
+def test_lighter_code_keeps_the_text_and_the_colours():
+    """The page-weight cuts inside code: names and whitespace unwrapped, one-word classes
+    unquoted, quote entities in text written as quotes; outside <pre> nothing changes, and
+    what the reader sees (the text, each coloured token's class) is the same."""
+    from scripts import pages
+
+    before = ('<p class="x">&quot;a&quot;</p><pre id="c"><span class="n">x</span>'
+              '<span class="o">=</span><span class="s2">&quot;it&#39;s&quot;</span> '
+              '<span class="c1"># a &lt;b&gt;</span></pre>')
+    after = pages.lighter_code(before)
+    assert after == ('<p class="x">&quot;a&quot;</p><pre id="c">x<span class=o>=</span>'
+                     '<span class=s2>"it\'s"</span> <span class=c1># a &lt;b&gt;</span></pre>')
+    text = re.compile(r"<[^>]+>")
+    assert html.unescape(text.sub("", after)) == html.unescape(text.sub("", before))
 
 
 def _search_index() -> dict:
