@@ -3,10 +3,10 @@ each piece as it arrives, against the kernel it replaced, on the launcher's sett
 
 `example` is examples/layer_norm.py's `layer_norm_bwd_long_kernel` (pass 1 turns each piece
 into its share of c1 and c2 at once: one piece live beside the accumulators, no spills in
-fp16 with 16 warps, sm90_registers.py); `pass 1 holds four pieces (before)` is the kernel
-as it was (`holds_four_pieces_kernel` below: all four pieces of x_hat and g = dy * w held
-until one sum over them; it spills 84 bytes a thread in fp16). Both run through the example's own launcher (`layer_norm_bwd`, stage 2
-included), the kernel swapped in the module and the setting put in `BWD_TABLE`; every
+fp16 with 16 warps, sm90_registers.py); `before` is the kernel as it was
+(`holds_four_pieces_kernel` below: all four pieces of x_hat and g = dy * w held until one
+sum over them; it spills 84 bytes a thread in fp16). Both run through the example's own
+launcher (`layer_norm_bwd`, stage 2 included), the kernel swapped in the module and the setting put in `BWD_TABLE`; every
 variant's dx, dW and dB are checked against the launcher's own first. Shape M x N =
 4096 x 16384 (2^26 elements), fp16 and bf16. Timings: CUDA-graph median
 (`do_bench_cudagraph`, rep 100 ms) and `do_bench` median (rep 100 ms); GB/s by the bytes
@@ -81,7 +81,7 @@ def holds_four_pieces_kernel(
 
 SHIPPED = ex.BWD_TABLE[16384]
 # (name, kernel, (kind, warps, programs per SM, stages)); kernel None: the example's own
-BEFORE = "pass 1 holds four pieces (before)"
+BEFORE = "before"  # pass 1 holds all four pieces until one sum
 VARIANTS = [("example", None, SHIPPED), (BEFORE, holds_four_pieces_kernel, SHIPPED),
             ("example", None, ("long", 16, 1, 2)), ("example", None, ("long", 16, 1, 3)),
             ("example", None, ("long", 32, 1, 1)), ("example", None, ("long", 8, 1, 2)),
