@@ -220,10 +220,9 @@ def layer_norm_bwd_kernel(
 # accumulators is more than an SM's registers hold, and the shipped stage 1
 # spills. This variant splits the row into four `CHUNK`-wide pieces, each with its
 # own pair of accumulators (four pairs: the same bytes as one full row, but no
-# piece of `x` or `dy` has to stay live beside them). Pass 1 turns each piece into
-# its share of `c1` and `c2` as soon as it arrives, so one piece is live at a time;
-# pass 2 loads the pieces again (from L1 or L2), writes `dx` and adds to that
-# piece's accumulators. `w` is loaded per row, not held.
+# piece of `x` or `dy` has to stay live beside them). Pass 1 loads the four pieces
+# for `c1` and `c2`; pass 2 loads them again (from L1 or L2), writes `dx` and adds
+# to that piece's accumulators. `w` is loaded per row, not held.
 
 
 # %%
@@ -237,13 +236,6 @@ def _bwd_piece(x_row, dy_row, w_ptr, cols, n_cols, mean, rstd):
     w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     x_hat = tl.where(mask, (x - mean) * rstd, 0.0)
     return x_hat, dy * w, dy
-
-
-@triton.jit
-def _bwd_sums(x_row, dy_row, w_ptr, cols, n_cols, mean, rstd):
-    """Pass 1 on one piece: its shares of sum(g * x_hat) and sum(g)."""
-    x_hat, g, _ = _bwd_piece(x_row, dy_row, w_ptr, cols, n_cols, mean, rstd)
-    return tl.sum(g * x_hat, axis=0), tl.sum(g, axis=0)
 
 
 @triton.jit
@@ -275,11 +267,12 @@ def layer_norm_bwd_long_kernel(
         dx_row = dx_ptr + row * stride_dxm
         mean = tl.load(mean_ptr + row)
         rstd = tl.load(rstd_ptr + row)
-        s1, s2 = _bwd_sums(x_row, dy_row, w_ptr, c, n_cols, mean, rstd)
-        for k in tl.static_range(1, 4):  # one piece live at a time
-            t1, t2 = _bwd_sums(x_row, dy_row, w_ptr, c + k * CHUNK, n_cols, mean, rstd)
-            s1, s2 = s1 + t1, s2 + t2
-        c1, c2 = s1 / n_cols, s2 / n_cols
+        h0, g0, _ = _bwd_piece(x_row, dy_row, w_ptr, c, n_cols, mean, rstd)
+        h1, g1, _ = _bwd_piece(x_row, dy_row, w_ptr, c + CHUNK, n_cols, mean, rstd)
+        h2, g2, _ = _bwd_piece(x_row, dy_row, w_ptr, c + 2 * CHUNK, n_cols, mean, rstd)
+        h3, g3, _ = _bwd_piece(x_row, dy_row, w_ptr, c + 3 * CHUNK, n_cols, mean, rstd)
+        c1 = tl.sum(g0 * h0 + g1 * h1 + g2 * h2 + g3 * h3, axis=0) / n_cols
+        c2 = tl.sum(g0 + g1 + g2 + g3, axis=0) / n_cols
         dw0, db0 = _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, c, n_cols, mean, rstd,
                                  c1, c2, dw0, db0)
         dw1, db1 = _bwd_piece_dx(x_row, dy_row, w_ptr, dx_row, c + CHUNK, n_cols, mean,

@@ -2,9 +2,8 @@
 
 No GPU needed: the two stage-1 kernels of examples/layer_norm.py (the one-row
 `layer_norm_bwd_kernel` with BLOCK_N = 16384 and the four-piece
-`layer_norm_bwd_long_kernel` with CHUNK = 4096, whose pass 1 reduces each piece as it
-arrives), and the four-piece kernel as it was before (`long-before`, in long_rows.py: pass 1
-holds all four pieces until one sum), are compiled for sm_90 by Triton's own
+`layer_norm_bwd_long_kernel` with CHUNK = 4096), and the candidate of long_rows.py whose
+pass 1 reduces each piece as it arrives (`long-sums-each-piece`), are compiled for sm_90 by Triton's own
 compiler, fp16 and bf16, with every pointer and integer argument marked divisible by 16
 (as at M x N = 2^26), for 8, 16 and 32 warps and 1 or 2 pipeline stages; the PTX is
 assembled by the ptxas that ships with Triton, with `-v`, which prints the registers per
@@ -31,7 +30,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import layer_norm as ex  # noqa: E402
-import long_rows  # noqa: E402  the four-piece kernel as it was (pass 1 holds four pieces)
+import long_rows  # noqa: E402  the candidate kernel (pass 1 reduces each piece as it arrives)
 import torch  # noqa: E402
 import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
@@ -43,7 +42,7 @@ PTXAS = Path(triton.__file__).parent / "backends/nvidia/bin/ptxas"
 FP32_POINTERS = ("mean_ptr", "rstd_ptr", "dw_part_ptr", "db_part_ptr")
 KERNELS = {"row": (ex.layer_norm_bwd_kernel, {"BLOCK_N": 16384}),
            "long": (ex.layer_norm_bwd_long_kernel, {"CHUNK": 4096}),
-           "long-before": (long_rows.holds_four_pieces_kernel, {"CHUNK": 4096})}
+           "long-sums-each-piece": (long_rows.sums_each_piece_kernel, {"CHUNK": 4096})}
 
 
 def compile_and_assemble(kernel, consts, dtype, warps, stages):
