@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT / "examples"), str(ROOT)]
 
 import torch  # noqa: E402
 
-from benchmarks.evidence.points_json import environment, write  # noqa: E402
+from benchmarks.evidence.probe_common import environment, write_points  # noqa: E402
 
 PASSES = 3
 CANDIDATES = {  # name -> (programs, ring slots or None for the launcher's)
@@ -154,7 +154,7 @@ def main() -> None:
               "method": __doc__.split("Method: ")[1].split("\n\nUsage")[0].replace("\n", " "),
               "passes": PASSES, "budget_s": args.budget, "spent_s": round(time.time() - t0, 1),
               "skipped": skipped}
-    write(args.out / "gluon_persistent.json", header, out)
+    write_points(args.out / "gluon_persistent.json", header, out)
 
 
 if __name__ == "__main__":
