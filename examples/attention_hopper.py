@@ -117,6 +117,9 @@ CONFIGS = {
     64: {"BLOCK_N": 128, "STAGES": 2},
     128: {"BLOCK_N": 128, "STAGES": 2},
 }
+# (head_dim, causal) where one program per SM walking the tiles measured faster than
+# one program per tile; elsewhere the launcher starts one program per tile
+PERSISTENT = {(64, False)}
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
 MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536 registers of an SM
@@ -459,7 +462,7 @@ def _check_device(device: torch.device) -> None:
             "use examples/attention.py's attention() elsewhere")
 
 
-def _check_inputs(q, k, v, causal, sm_scale) -> float:
+def _check_inputs(q, k, v, causal, sm_scale, programs=None) -> float:
     """Validate; return sm_scale as a float (1/sqrt(head_dim) when None)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -500,6 +503,12 @@ def _check_inputs(q, k, v, causal, sm_scale) -> float:
                         f"got {type(sm_scale).__name__}")
     if not math.isfinite(sm_scale) or sm_scale <= 0:
         raise ValueError(f"sm_scale must be finite and > 0, got {sm_scale}")
+    if programs is not None:
+        if isinstance(programs, bool) or not isinstance(programs, int):
+            raise TypeError(f"programs must be an int or None, "
+                            f"got {type(programs).__name__}")
+        if not 1 <= programs < 2**31:
+            raise ValueError(f"programs must be in [1, 2**31), got {programs}")
     if _interpreter_on():
         raise RuntimeError("TRITON_INTERPRET=1 is set: Gluon kernels have no "
                            "interpreter; run on an sm_90 GPU without it")
@@ -533,6 +542,13 @@ def _smem_layout(block: int, d: int, dtype: torch.dtype) -> gl.NVMMASharedLayout
     return gl.NVMMASharedLayout.get_default_for([block, d], gdt)
 
 
+def _programs(n_tiles: int, head_dim: int, causal: bool, device) -> int:
+    """One program per SM where that measured faster (PERSISTENT), else one per tile."""
+    if (head_dim, causal) in PERSISTENT:
+        return _sm_count(device)
+    return n_tiles
+
+
 @functools.lru_cache
 def _sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of the device: asked once, not on every call."""
@@ -550,11 +566,13 @@ def _descriptors(q, k, v, o, block_n: int):
 
 
 def attention_hopper_forward(q, k, v, causal: bool = False,
-                             sm_scale: float | None = None,
+                             sm_scale: float | None = None, *,
+                             programs: int | None = None,
                              ) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse): o like q (contiguous); lse (B, H, S), fp32, the natural-log
-    log-sum-exp of each query row's scaled scores."""
-    sm_scale = _check_inputs(q, k, v, causal, sm_scale)
+    log-sum-exp of each query row's scaled scores. programs: how many programs
+    walk the tiles (None: the launcher's choice, `_programs`)."""
+    sm_scale = _check_inputs(q, k, v, causal, sm_scale, programs)
     B, H, S, D = q.shape
     q, k, v = _tma_operand(q), _tma_operand(k), _tma_operand(v)
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
@@ -564,22 +582,23 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
     cfg = CONFIGS[D]
     descs = _descriptors(q, k, v, o, cfg["BLOCK_N"])
     n_tiles = B * H * (S // BLOCK_M)
-    grid = (min(n_tiles, _sm_count(q.device)),)  # persistent: at most one per SM
+    grid = (min(n_tiles, programs or _programs(n_tiles, D, causal, q.device)),)
     attention_hopper_kernel[grid](
         *descs, lse, S, n_tiles, sm_scale * LOG2E, HEAD_D=D, CAUSAL=causal, **cfg,
         num_warps=4, maxnreg=MAXNREG)
     return o, lse
 
 
-def attention_hopper(q, k, v, causal: bool = False,
-                     sm_scale: float | None = None) -> torch.Tensor:
+def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = None,
+                     *, programs: int | None = None) -> torch.Tensor:
     """softmax(q @ k^T * sm_scale) @ v per (batch, head), forward only.
 
     q, k, v: (B, H, S, D), float16 or bfloat16, D in (64, 128), S a multiple of
-    128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D).
+    128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D);
+    programs: how many programs walk the tiles (None: the launcher's choice).
     Needs an sm_90 GPU.
     """
-    return attention_hopper_forward(q, k, v, causal, sm_scale)[0]
+    return attention_hopper_forward(q, k, v, causal, sm_scale, programs=programs)[0]
 # --8<-- [end:launcher]
 
 

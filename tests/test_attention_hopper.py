@@ -65,6 +65,10 @@ BAD = [  # (q, k, v, kwargs) builder, error, message
     (lambda: (_q(), _q(), _q(), {"sm_scale": -1}), ValueError, "sm_scale must be finite and > 0"),
     (lambda: (_q(), _q(), _q(), {"sm_scale": math.inf}), ValueError, "sm_scale must be finite and > 0"),
     (lambda: (_q(), _q(), _q(), {"sm_scale": math.nan}), ValueError, "sm_scale must be finite and > 0"),
+    (lambda: (_q(), _q(), _q(), {"programs": 2.0}), TypeError, "programs must be an int or None, got float"),
+    (lambda: (_q(), _q(), _q(), {"programs": True}), TypeError, "programs must be an int or None, got bool"),
+    (lambda: (_q(), _q(), _q(), {"programs": 0}), ValueError, r"programs must be in \[1, 2\*\*31\), got 0"),
+    (lambda: (_q(), _q(), _q(), {"programs": 2**31}), ValueError, "programs must be in"),
 ]
 
 
@@ -175,21 +179,27 @@ def test_gpu_matches_reference(dtype, head_dim, causal, seq):
 
 
 @requires_sm90
-@pytest.mark.parametrize("programs", [1, 7, None])
+@pytest.mark.parametrize("programs", [1, 7, 132, None])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_gpu_each_program_walks_many_tiles(monkeypatch, head_dim, causal, programs):
-    """Fewer programs than tiles: each walks several (of different lengths when causal), the ring's
-    slots and the barriers' phases carried from one tile to the next. None: one program per SM, with
-    more tiles than the H100's and H200's 132 SMs."""
-    if programs is not None:
-        monkeypatch.setattr(ex, "_sm_count", lambda device: programs)
-    b, h = (2, 3) if programs else (4, 9)  # 24 tiles of 128 queries, or 144
-    q, k, v = qkv(b, h, 512, head_dim, torch.bfloat16)
-    o, lse = ex.attention_hopper_forward(q, k, v, causal)
+def test_gpu_each_program_walks_many_tiles(head_dim, causal, programs):
+    """Fewer programs than tiles (144 tiles of 128 queries): each walks several (of different lengths
+    when causal), the ring's slots and the barriers' phases carried from one tile to the next.
+    None: the launcher's choice."""
+    q, k, v = qkv(4, 9, 512, head_dim, torch.bfloat16)
+    o, lse = ex.attention_hopper_forward(q, k, v, causal, programs=programs)
     o_ref, lse_ref = reference(q, k, v, causal)
     torch.testing.assert_close(o, o_ref, **tol(torch.bfloat16))
     torch.testing.assert_close(lse, lse_ref, **tol(torch.bfloat16))
+    torch.testing.assert_close(ex.attention_hopper(q, k, v, causal, programs=programs), o, rtol=0, atol=0)
+
+
+def test_launcher_picks_one_program_per_sm_only_where_it_measured_faster(monkeypatch):
+    monkeypatch.setattr(ex, "_sm_count", lambda device: 132)
+    assert ex.PERSISTENT == {(64, False)}
+    assert ex._programs(1000, 64, False, "cuda") == 132
+    for head_dim, causal in ((64, True), (128, False), (128, True)):
+        assert ex._programs(1000, head_dim, causal, "cuda") == 1000
 
 
 @requires_sm90

@@ -1,13 +1,14 @@
 """Probe: the Gluon attention forward with persistent programs, against one program per tile.
 
 ``examples/attention_hopper.py``'s kernel walks its tiles (128 query rows of one batch x head)
-``pid, pid + num_programs, ...``; its launcher starts one program per SM. Launched with one
-program per tile instead, the same kernel runs the schedule of the story before it was
-persistent: every program does one tile, its producer cannot run ahead into a next one, and the
-prologue (Q and the first K, V copies) and epilogue (the O store) of each tile are not overlapped
-with another tile's work. This probe times both, and at head dim 64 the persistent kernel with a
-three-slot ring, beside SDPA's cuDNN backend, at every point of the Hopper attention benchmark
-(``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads).
+``pid, pid + num_programs, ...``; its launcher takes ``programs=``. With one program per SM a
+program's producer runs ahead into its next tile, so the prologue (Q and the first K, V copies)
+and the epilogue (the O store) of a tile overlap another tile's work; with one program per tile
+the same kernel runs the schedule the story had before it was persistent (each program one
+tile, new programs placed by the hardware as SMs free up). In between, two tiles per program.
+This probe times the three, and the launcher's own choice, beside SDPA's cuDNN backend at every
+point of the Hopper attention benchmark (``benchmarks/cases/attention_hopper.py``: batch 32 x 16
+heads).
 
 Method: per point, inputs ``torch.randn`` (seeded); each candidate's output is checked against
 cuDNN's (``torch.testing.assert_close``, 2e-2 fp16, 4e-2 bf16) before it is timed; then
@@ -23,7 +24,6 @@ Usage (repository root, on an sm_90 GPU): ``python benchmarks/evidence/attention
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -36,10 +36,11 @@ import torch  # noqa: E402
 from benchmarks.evidence.probe_common import environment, write_points  # noqa: E402
 
 PASSES = 3
-CANDIDATES = {  # name -> (programs, ring slots or None for the launcher's)
-    "persistent": ("per SM", None),
-    "one per tile": ("per tile", None),
-    "persistent s3": ("per SM", 3),  # head dim 64 only: 3 slots of 128 x 128 fit beside Q and O
+CANDIDATES = {  # name -> programs, from the number of tiles and of SMs (None: the launcher's)
+    "launcher": lambda tiles, sms: None,
+    "one per SM": lambda tiles, sms: sms,
+    "two tiles per program": lambda tiles, sms: (tiles + 1) // 2,
+    "one per tile": lambda tiles, sms: tiles,
 }
 
 
@@ -50,23 +51,11 @@ def points():
             yield {**spec["args"], "seq": seq}
 
 
-def runner(ex, q, k, v, causal, programs, stages):
-    """The example's kernel on its launcher's descriptors, with this grid and ring."""
-    B, H, S, D = q.shape
-    o = torch.empty_like(q)
-    lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
-    cfg = dict(ex.CONFIGS[D], **({"STAGES": stages} if stages else {}))
-    descs = ex._descriptors(q, k, v, o, cfg["BLOCK_N"])
-    n_tiles = B * H * (S // ex.BLOCK_M)
-    grid = (n_tiles if programs == "per tile" else min(n_tiles, ex._sm_count(q.device)),)
-    scale = ex.LOG2E / math.sqrt(D)
-
-    def run():
-        ex.attention_hopper_kernel[grid](*descs, lse, S, n_tiles, scale, HEAD_D=D,
-                                         CAUSAL=causal, **cfg, num_warps=4,
-                                         maxnreg=ex.MAXNREG)
-        return o
-    return run
+def runner(ex, q, k, v, causal, programs):
+    """The example's launcher with ``programs(tiles, sms)`` programs."""
+    B, H, S, _ = q.shape
+    n = programs(B * H * (S // ex.BLOCK_M), ex._sm_count(q.device))
+    return lambda: ex.attention_hopper(q, k, v, causal, programs=n)
 
 
 def callables(names, q, k, v, causal, smoke):
@@ -78,7 +67,7 @@ def callables(names, q, k, v, causal, smoke):
     from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
     fns = {"sdpa-cudnn": lambda: _sdpa(q, k, v, causal, SDPA_BACKENDS["sdpa-cudnn"])}
     for name in names[1:]:
-        fns[name] = runner(ex, q, k, v, causal, *CANDIDATES[name])
+        fns[name] = runner(ex, q, k, v, causal, CANDIDATES[name])
     return fns
 
 
@@ -109,7 +98,7 @@ def main() -> None:
             skipped.append(pt)
             continue
         dt, d, causal, seq = dts[pt["dtype"]], pt["head_dim"], pt["causal"], pt["seq"]
-        names = ["sdpa-cudnn"] + [n for n in CANDIDATES if n != "persistent s3" or d == 64]
+        names = ["sdpa-cudnn", *CANDIDATES]
         shape = (BATCH, HEADS, seq, d) if not args.smoke else (1, 1, 128, d)
         gen = torch.Generator(device=device).manual_seed(seq)
         q, k, v = (torch.randn(shape, device=device, dtype=dt, generator=gen) for _ in range(3))
