@@ -33,11 +33,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT))
 
 import layer_norm as ex  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
+
+from benchmarks.evidence.probe_common import write_points  # noqa: E402
 
 M, N = 4096, 16384
 
@@ -159,10 +162,7 @@ def main() -> None:
             print(json.dumps(point), flush=True)
         del x, dy, w, b, mean, rstd, ref
         torch.cuda.empty_cache()
-    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in header.items()]
-    lines += ['  "points": ['] + [f"    {json.dumps(p)}" + ("," if i < len(points) - 1 else "")
-                                  for i, p in enumerate(points)] + ["  ]", "}"]
-    (args.out / "long_rows.json").write_text("\n".join(lines) + "\n")
+    write_points(args.out / "long_rows.json", header, points)
 
 
 if __name__ == "__main__":

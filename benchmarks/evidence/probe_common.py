@@ -1,0 +1,64 @@
+"""What the probes of benchmarks/evidence/ share: their output's layout, its header, and ptxas.
+
+* ``write_points``: the JSON layout of every ``benchmarks/evidence/<page>/runNN/*.json`` that
+  ``{{ evidence ... }}`` quotes (``scripts/evidence.py``): the header's keys one per line, then one
+  point per line, so that a diff of two runs reads point by point.
+* ``environment``: the header's common part: the GPU, the versions and the date.
+* ``ptxas_usage``: registers per thread and bytes spilled of a kernel compiled for sm_90, read from
+  ``ptxas -v`` (the ptxas that ships with Triton) on its PTX; no GPU needed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+def environment() -> dict:
+    import torch
+    import triton
+
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none (CPU)"
+    return {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
+            "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+
+
+def write_points(path: Path, header: dict, points: list[dict]) -> None:
+    """``header`` (keys one per line) and ``points`` (one per line) as one JSON object."""
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v, default=str)}," for k, v in header.items()]
+    lines.append('  "points": [')
+    lines += [f"    {json.dumps(p, default=str)}" + ("," if i < len(points) - 1 else "")
+              for i, p in enumerate(points)]
+    lines += ["  ]", "}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def ptxas() -> Path:
+    import triton
+
+    return Path(triton.__file__).parent / "backends/nvidia/bin/ptxas"
+
+
+def ptxas_version() -> str:
+    """The last line of ``ptxas --version`` (its release and build)."""
+    out = subprocess.run([str(ptxas()), "--version"], capture_output=True, text=True, check=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+def ptxas_usage(ptx: str) -> dict:
+    """{"registers", "spill_store_bytes", "spill_load_bytes"} of PTX assembled for sm_90a."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([str(ptxas()), "-v", "--gpu-name=sm_90a", str(src), "-o", str(Path(tmp) / "k.o")],
+                             capture_output=True, text=True, check=True).stderr
+    regs = int(re.search(r"Used (\d+) registers", out).group(1))
+    stores, loads = (int(x) for x in re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out).groups())
+    return {"registers": regs, "spill_store_bytes": stores, "spill_load_bytes": loads}
