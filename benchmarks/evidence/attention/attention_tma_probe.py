@@ -159,7 +159,7 @@ def free():
         torch.cuda.empty_cache()
 
 
-from benchmarks.evidence.probe_common import write_points  # noqa: E402
+from scripts.probe_common import write_points  # noqa: E402
 
 
 def write_json():

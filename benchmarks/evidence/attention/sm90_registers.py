@@ -37,7 +37,7 @@ from triton.compiler import ASTSource  # noqa: E402
 from triton.runtime.jit import mangle_type  # noqa: E402
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
-from benchmarks.evidence.probe_common import ptxas_usage, ptxas_version, write_points  # noqa: E402
+from scripts.probe_common import ptxas_usage, ptxas_version, write_points  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 KERNELS = {("ptr", "fwd"): ex.attn_fwd_kernel, ("ptr", "dkdv"): ex.attn_bwd_dkdv_kernel,

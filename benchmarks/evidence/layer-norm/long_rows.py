@@ -40,7 +40,7 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from benchmarks.evidence.probe_common import write_points  # noqa: E402
+from scripts.probe_common import write_points  # noqa: E402
 
 M, N = 4096, 16384
 

@@ -35,7 +35,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.backends.nvidia.compiler import CUDABackend  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from benchmarks.evidence.probe_common import ptxas_usage, ptxas_version, write_points  # noqa: E402
+from scripts.probe_common import ptxas_usage, ptxas_version, write_points  # noqa: E402
 
 TARGET = GPUTarget("cuda", 90, 32)
 FP32_POINTERS = ("mean_ptr", "rstd_ptr", "dw_part_ptr", "db_part_ptr")

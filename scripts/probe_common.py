@@ -1,4 +1,4 @@
-"""What the probes of benchmarks/evidence/ share: their output's layout, its header, and ptxas.
+"""What the probes of benchmarks/evidence/<page>/ share: their output's layout, its header, ptxas.
 
 * ``write_points``: the JSON layout of every ``benchmarks/evidence/<page>/runNN/*.json`` that
   ``{{ evidence ... }}`` quotes (``scripts/evidence.py``): the header's keys one per line, then one
@@ -59,6 +59,9 @@ def ptxas_usage(ptx: str) -> dict:
         src.write_text(ptx)
         out = subprocess.run([str(ptxas()), "-v", "--gpu-name=sm_90a", str(src), "-o", str(Path(tmp) / "k.o")],
                              capture_output=True, text=True, check=True).stderr
-    regs = int(re.search(r"Used (\d+) registers", out).group(1))
-    stores, loads = (int(x) for x in re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out).groups())
-    return {"registers": regs, "spill_store_bytes": stores, "spill_load_bytes": loads}
+    regs = re.search(r"Used (\d+) registers", out)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out)
+    if regs is None or spills is None:
+        raise ValueError(f"ptxas -v printed no register or spill counts: {out[-300:]!r}")
+    return {"registers": int(regs.group(1)), "spill_store_bytes": int(spills.group(1)),
+            "spill_load_bytes": int(spills.group(2))}
