@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT / "examples"), str(ROOT)]
 
 import torch  # noqa: E402
 
-from benchmarks.evidence.probe_common import environment, write_points  # noqa: E402
+from scripts.probe_common import environment, write_points  # noqa: E402
 
 PASSES = 3
 CANDIDATES = {  # name -> programs, from the number of tiles and of SMs (None: the launcher's)
