@@ -113,9 +113,9 @@ BLOCK_M = 2 * WG_M  # query rows per CTA: two consumer warpgroups
 HEAD_DIMS = (64, 128)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 # head_dim -> the constexprs of the kernel: key/value rows per tile, ring slots
-CONFIGS = {
-    64: {"BLOCK_N": 128, "STAGES": 2},
-    128: {"BLOCK_N": 128, "STAGES": 2},
+CONFIGS = {  # PINGPONG: the consumers issue their matmuls in turns (measured: off)
+    64: {"BLOCK_N": 128, "STAGES": 2, "PINGPONG": False},
+    128: {"BLOCK_N": 128, "STAGES": 2, "PINGPONG": False},
 }
 # (head_dim, causal) where one program per SM walking the tiles measured faster than
 # one program per tile; elsewhere the launcher starts one program per tile
@@ -275,20 +275,37 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
 
 # --8<-- [start:step]
 @gluon.jit
-def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
-          l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
+def _take_turn(turn, t, WG: gl.constexpr, PINGPONG: gl.constexpr):
+    """Ping-pong: wait until the other warpgroup has issued its matmuls of turn
+    t - 1 (warpgroup 0 goes first), so the two issue whole turns in alternation."""
+    if PINGPONG:
+        mbarrier.wait(turn.index(WG), (t & 1) ^ (1 - WG))
+
+
+@gluon.jit
+def _pass_turn(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
+    if PINGPONG:
+        mbarrier.arrive(turn.index(1 - WG))
+
+
+@gluon.jit
+def _step(j, c, t, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn, o,
+          p, m_i, l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
           STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-          p_layout: gl.constexpr):
-    """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
+          p_layout: gl.constexpr, WG: gl.constexpr, PINGPONG: gl.constexpr):
+    """Key block j of the tile, block c of the ring (c - 1: the previous one);
+    t: this warpgroup's turn count (PINGPONG)."""
     ROWS: gl.constexpr = q.type.shape[0]
     slot = c % STAGES
     mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+    _take_turn(turn, t, WG, PINGPONG)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                       is_async=True)  # S_j = Q K_j^T
     prev = (c - 1) % STAGES
     mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
+    _pass_turn(turn, WG, PINGPONG)
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
     p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK,
@@ -304,9 +321,9 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
 # --8<-- [start:consumer]
 @gluon.jit
 def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-              k_ready, k_empty, v_ready, v_empty, seq_len, n_tiles, qk_scale,
+              k_ready, k_empty, v_ready, v_empty, turn, seq_len, n_tiles, qk_scale,
               WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr):
     ROWS: gl.constexpr = q_smem.type.shape[1]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
@@ -318,6 +335,7 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
     o_buf = o_smem.index(WG)
     c = 0  # key blocks consumed so far, over all tiles, as the producer counts
     i = 0  # tiles done so far
+    t = 0  # turns taken (PINGPONG): one per block and one for the tail, per tile
     for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
         row_q, row_kv, start_m, n_full, n_blocks = _tile(tile, seq_len, 2 * ROWS,
                                                          BLOCK_N, CAUSAL)
@@ -331,28 +349,34 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
         # start_m == 0, harmless otherwise).
         slot = c % STAGES
         mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+        _take_turn(turn, t, WG, PINGPONG)
         s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
         s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                           is_async=True)
+        _pass_turn(turn, WG, PINGPONG)
         s = warpgroup_mma_wait(0, deps=(s,))
         mbarrier.arrive(k_empty.index(slot))
         p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
                                             BLOCK_N, s_layout)
         p = gl.convert_layout(p.to(q.dtype), p_layout)
         for j in range(1, n_full):  # key blocks left of the diagonal: no mask
-            o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
-                                   v_ready, v_empty, o, p, m_i, l_i, q_row0,
-                                   qk_scale, False, BLOCK_N, STAGES, s_layout,
-                                   o_layout, p_layout)
+            o, p, m_i, l_i = _step(j, c + j, t + j, q, k_bufs, v_bufs, k_ready,
+                                   k_empty, v_ready, v_empty, turn, o, p, m_i, l_i,
+                                   q_row0, qk_scale, False, BLOCK_N, STAGES,
+                                   s_layout, o_layout, p_layout, WG, PINGPONG)
         for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
-            o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
-                                   v_ready, v_empty, o, p, m_i, l_i, q_row0,
-                                   qk_scale, CAUSAL, BLOCK_N, STAGES, s_layout,
-                                   o_layout, p_layout)
+            o, p, m_i, l_i = _step(j, c + j, t + j, q, k_bufs, v_bufs, k_ready,
+                                   k_empty, v_ready, v_empty, turn, o, p, m_i, l_i,
+                                   q_row0, qk_scale, CAUSAL, BLOCK_N, STAGES,
+                                   s_layout, o_layout, p_layout, WG, PINGPONG)
         c += n_blocks
+        t += n_blocks
         last = (c - 1) % STAGES  # the pipeline's tail: the last P V
         mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
+        _take_turn(turn, t, WG, PINGPONG)
         o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
+        _pass_turn(turn, WG, PINGPONG)
+        t += 1
         o = warpgroup_mma_wait(0, deps=(o, p))[0]
         mbarrier.arrive(v_empty.index(last))
         mbarrier.arrive(q_empty.index(WG))  # Q is read no more: the next Q may come
@@ -389,7 +413,7 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
 def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
                             n_tiles, qk_scale, BLOCK_N: gl.constexpr,
                             HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                            CAUSAL: gl.constexpr):
+                            CAUSAL: gl.constexpr, PINGPONG: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape,
                                        q_desc.layout)
@@ -406,7 +430,9 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
     for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)  # the other consumer's turn is done
         mbarrier.init(q_bars.index(i), count=1)  # the TMA copy completes it
         mbarrier.init(q_empty.index(i), count=1)  # its consumer is done with Q
     for i in gl.static_range(STAGES):
@@ -419,11 +445,11 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     WG1: gl.constexpr = 1
     gl.warp_specialize([
         (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     k_ready, k_empty, v_ready, v_empty, seq_len, n_tiles, qk_scale,
-                     WG0, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
+                     k_ready, k_empty, v_ready, v_empty, turn, seq_len, n_tiles,
+                     qk_scale, WG0, BLOCK_N, HEAD_D, STAGES, CAUSAL, PINGPONG)),
         (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     k_ready, k_empty, v_ready, v_empty, seq_len, n_tiles, qk_scale,
-                     WG1, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
+                     k_ready, k_empty, v_ready, v_empty, turn, seq_len, n_tiles,
+                     qk_scale, WG1, BLOCK_N, HEAD_D, STAGES, CAUSAL, PINGPONG)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
                      k_ready, k_empty, v_ready, v_empty, seq_len, n_tiles, BLOCK_N,
                      STAGES, CAUSAL)),

@@ -194,6 +194,20 @@ def test_gpu_each_program_walks_many_tiles(head_dim, causal, programs):
     torch.testing.assert_close(ex.attention_hopper(q, k, v, causal, programs=programs), o, rtol=0, atol=0)
 
 
+@requires_sm90
+@pytest.mark.parametrize("programs", [5, None])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_gpu_ping_pong_matches_reference(monkeypatch, head_dim, causal, programs):
+    """The consumers issuing their matmuls in turns (CONFIGS' PINGPONG): the same output."""
+    monkeypatch.setitem(ex.CONFIGS, head_dim, {**ex.CONFIGS[head_dim], "PINGPONG": True})
+    q, k, v = qkv(2, 3, 512, head_dim, torch.float16)
+    o, lse = ex.attention_hopper_forward(q, k, v, causal, programs=programs)
+    o_ref, lse_ref = reference(q, k, v, causal)
+    torch.testing.assert_close(o, o_ref, **tol(torch.float16))
+    torch.testing.assert_close(lse, lse_ref, **tol(torch.float16))
+
+
 def test_launcher_picks_one_program_per_sm_only_where_it_measured_faster(monkeypatch):
     monkeypatch.setattr(ex, "_sm_count", lambda device: 132)
     assert ex.PERSISTENT == {(64, False)}

@@ -8,7 +8,9 @@ the same kernel runs the schedule the story had before it was persistent (each p
 tile, new programs placed by the hardware as SMs free up). In between, two tiles per program.
 This probe times the three, and the launcher's own choice, beside SDPA's cuDNN backend at every
 point of the Hopper attention benchmark (``benchmarks/cases/attention_hopper.py``: batch 32 x 16
-heads).
+heads). ``ping-pong``: the launcher's programs with the two consumer warpgroups issuing their
+matmuls in turns (``CONFIGS[d]["PINGPONG"]``), first checked in a child process (a hang is
+reported, not waited for).
 
 Method: per point, inputs ``torch.randn`` (seeded); each candidate's output is checked against
 cuDNN's (``torch.testing.assert_close``, 2e-2 fp16, 4e-2 bf16) before it is timed; then
@@ -41,6 +43,7 @@ CANDIDATES = {  # name -> programs, from the number of tiles and of SMs (None: t
     "one per SM": lambda tiles, sms: sms,
     "two tiles per program": lambda tiles, sms: (tiles + 1) // 2,
     "one per tile": lambda tiles, sms: tiles,
+    "ping-pong": lambda tiles, sms: None,  # the launcher's programs, CONFIGS[d]["PINGPONG"] on
 }
 
 
@@ -51,11 +54,38 @@ def points():
             yield {**spec["args"], "seq": seq}
 
 
-def runner(ex, q, k, v, causal, programs):
-    """The example's launcher with ``programs(tiles, sms)`` programs."""
-    B, H, S, _ = q.shape
+def runner(ex, q, k, v, causal, programs, pingpong=False):
+    """The example's launcher with ``programs(tiles, sms)`` programs; pingpong: with the
+    consumers issuing their matmuls in turns (the config switched on for the call only)."""
+    B, H, S, D = q.shape
     n = programs(B * H * (S // ex.BLOCK_M), ex._sm_count(q.device))
-    return lambda: ex.attention_hopper(q, k, v, causal, programs=n)
+    cfg = ex.CONFIGS[D]
+
+    def run():
+        saved = cfg["PINGPONG"]
+        cfg["PINGPONG"] = pingpong
+        try:
+            return ex.attention_hopper(q, k, v, causal, programs=n)
+        finally:
+            cfg["PINGPONG"] = saved
+    return run
+
+
+def pingpong_check() -> str:
+    """Run the ping-pong kernel on small inputs against the fp32 reference, in this process;
+    the parent runs it as a child with a timeout (a wrong mbarrier phase hangs the GPU)."""
+    import attention_hopper as ex
+    for dtype in (torch.float16, torch.bfloat16):
+        for d in (64, 128):
+            for causal in (False, True):
+                q, k, v = (torch.randn(2, 3, 512, d, device="cuda", dtype=dtype) for _ in range(3))
+                out = runner(ex, q, k, v, causal, lambda tiles, sms: 5, pingpong=True)()
+                ref = ex.attention_torch(q, k, v, causal)
+                torch.testing.assert_close(out, ref, rtol=3e-2, atol=3e-2)
+                out = runner(ex, q, k, v, causal, lambda tiles, sms: tiles, pingpong=True)()
+                torch.testing.assert_close(out, ref, rtol=3e-2, atol=3e-2)
+    torch.cuda.synchronize()
+    return "pass"
 
 
 def callables(names, q, k, v, causal, smoke):
@@ -67,7 +97,7 @@ def callables(names, q, k, v, causal, smoke):
     from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
     fns = {"sdpa-cudnn": lambda: _sdpa(q, k, v, causal, SDPA_BACKENDS["sdpa-cudnn"])}
     for name in names[1:]:
-        fns[name] = runner(ex, q, k, v, causal, CANDIDATES[name])
+        fns[name] = runner(ex, q, k, v, causal, CANDIDATES[name], name == "ping-pong")
     return fns
 
 
@@ -75,10 +105,27 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--pingpong-check", action="store_true", help="(the child process) check ping-pong only")
     ap.add_argument("--budget", type=float, default=300.0,
                     help="seconds: no new point starts after them (the rest are listed as skipped)")
     args = ap.parse_args()
+    if args.pingpong_check:
+        print(pingpong_check())
+        return
     t0 = time.time()
+    candidates = dict(CANDIDATES)
+    pingpong = "not run (smoke)"
+    if not args.smoke:
+        import subprocess
+        try:
+            child = subprocess.run([sys.executable, __file__, "--out", str(args.out), "--pingpong-check"],
+                                   capture_output=True, text=True, timeout=180)
+            pingpong = "pass" if child.returncode == 0 else "FAIL: " + (child.stderr or child.stdout)[-400:]
+        except subprocess.TimeoutExpired:
+            pingpong = "hang: no result in 180 s"
+        print("ping-pong check:", pingpong, flush=True)
+        if pingpong != "pass":
+            del candidates["ping-pong"]
     if args.smoke:
         def timing(fn, graph):
             return 1.0 + 0.1 * graph
@@ -98,7 +145,7 @@ def main() -> None:
             skipped.append(pt)
             continue
         dt, d, causal, seq = dts[pt["dtype"]], pt["head_dim"], pt["causal"], pt["seq"]
-        names = ["sdpa-cudnn", *CANDIDATES]
+        names = ["sdpa-cudnn", *candidates]
         shape = (BATCH, HEADS, seq, d) if not args.smoke else (1, 1, 128, d)
         gen = torch.Generator(device=device).manual_seed(seq)
         q, k, v = (torch.randn(shape, device=device, dtype=dt, generator=gen) for _ in range(3))
@@ -141,8 +188,8 @@ def main() -> None:
     header = {"probe": "benchmarks/evidence/attention/gluon_persistent.py",
               "kernels": "examples/attention_hopper.py", **environment(),
               "method": __doc__.split("Method: ")[1].split("\n\nUsage")[0].replace("\n", " "),
-              "passes": PASSES, "budget_s": args.budget, "spent_s": round(time.time() - t0, 1),
-              "skipped": skipped}
+              "passes": PASSES, "pingpong_check": pingpong, "budget_s": args.budget,
+              "spent_s": round(time.time() - t0, 1), "skipped": skipped}
     write_points(args.out / "gluon_persistent.json", header, out)
 
 
