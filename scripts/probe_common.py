@@ -1,4 +1,7 @@
-"""What the probes of benchmarks/evidence/<page>/ share: their output's layout, its header, ptxas.
+"""What new probes of benchmarks/evidence/<page>/ share: their output's layout, its header, ptxas.
+
+A probe already cited is kept as it was (CONTRIBUTING: the code that measured its run), so the
+probes written before this module keep their own copies of these few lines.
 
 * ``write_points``: the JSON layout of every ``benchmarks/evidence/<page>/runNN/*.json`` that
   ``{{ evidence ... }}`` quotes (``scripts/evidence.py``): the header's keys one per line, then one

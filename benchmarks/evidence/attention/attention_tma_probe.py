@@ -43,6 +43,7 @@ T0 = time.monotonic()
 import argparse
 import datetime
 import gc
+import json
 import os
 import platform
 import sys
@@ -58,7 +59,6 @@ SMOKE = ARGS.cpu_smoke
 if SMOKE:
     os.environ["TRITON_INTERPRET"] = "1"  # before any @triton.jit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the repository root
 
 import attention_tma as ex
 import torch
@@ -159,13 +159,14 @@ def free():
         torch.cuda.empty_cache()
 
 
-from scripts.probe_common import write_points  # noqa: E402
-
-
 def write_json():
     """The header keys one per line, then one point per line (the style of run32/gluon_fwd.json)."""
     head = {**HEADER, "spent_s": round(spent(), 1), "skipped": SKIPPED}
-    write_points(OUT_JSON, head, POINTS)
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v, default=str)}," for k, v in head.items()]
+    lines.append('  "points": [')
+    lines += [f"    {json.dumps(p, default=str)}" + ("," if i < len(POINTS) - 1 else "") for i, p in enumerate(POINTS)]
+    lines += ["  ]", "}"]
+    OUT_JSON.write_text("\n".join(lines) + "\n")
 
 
 def bench(fn, graph=False):

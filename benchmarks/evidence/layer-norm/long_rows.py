@@ -33,14 +33,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT))
 
 import layer_norm as ex  # noqa: E402
 import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
-
-from scripts.probe_common import write_points  # noqa: E402
 
 M, N = 4096, 16384
 
@@ -162,7 +159,10 @@ def main() -> None:
             print(json.dumps(point), flush=True)
         del x, dy, w, b, mean, rstd, ref
         torch.cuda.empty_cache()
-    write_points(args.out / "long_rows.json", header, points)
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in header.items()]
+    lines += ['  "points": ['] + [f"    {json.dumps(p)}" + ("," if i < len(points) - 1 else "")
+                                  for i, p in enumerate(points)] + ["  ]", "}"]
+    (args.out / "long_rows.json").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

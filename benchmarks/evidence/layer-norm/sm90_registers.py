@@ -18,13 +18,15 @@ import datetime
 import json
 import os
 import platform
+import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "0"  # compile for real, without a GPU
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import layer_norm as ex  # noqa: E402
@@ -35,9 +37,8 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.backends.nvidia.compiler import CUDABackend  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
-from scripts.probe_common import ptxas_usage, ptxas_version, write_points  # noqa: E402
-
 TARGET = GPUTarget("cuda", 90, 32)
+PTXAS = Path(triton.__file__).parent / "backends/nvidia/bin/ptxas"
 FP32_POINTERS = ("mean_ptr", "rstd_ptr", "dw_part_ptr", "db_part_ptr")
 KERNELS = {"row": (ex.layer_norm_bwd_kernel, {"BLOCK_N": 16384}),
            "long": (ex.layer_norm_bwd_long_kernel, {"CHUNK": 4096}),
@@ -57,7 +58,14 @@ def compile_and_assemble(kernel, consts, dtype, warps, stages):
         attrs[(i,)] = divisible
     compiled = triton.compile(ASTSource(kernel, sig, consts, attrs), target=TARGET,
                               options={"num_warps": warps, "num_stages": stages})
-    return {**ptxas_usage(compiled.asm["ptx"])}
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = Path(tmp) / "k.ptx"
+        ptx.write_text(compiled.asm["ptx"])
+        out = subprocess.run([str(PTXAS), "-v", "--gpu-name=sm_90a", str(ptx), "-o", str(Path(tmp) / "k.o")],
+                             capture_output=True, text=True, check=True).stderr
+    regs = int(re.search(r"Used (\d+) registers", out).group(1))
+    stores, loads = (int(x) for x in re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out).groups())
+    return {"registers": regs, "spill_store_bytes": stores, "spill_load_bytes": loads}
 
 
 def main() -> None:
@@ -65,9 +73,10 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    ptxas_version = subprocess.run([str(PTXAS), "--version"], capture_output=True, text=True).stdout.strip()
     header = {"probe": "benchmarks/evidence/layer-norm/sm90_registers.py", "kernels": "examples/layer_norm.py",
               "target": "sm_90a (compiled without a GPU)", "triton": triton.__version__, "torch": torch.__version__,
-              "ptxas": ptxas_version(), "python": platform.python_version(),
+              "ptxas": ptxas_version.splitlines()[-1], "python": platform.python_version(),
               "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
               "method": "triton.compile(ASTSource) for GPUTarget('cuda', 90, 32), every pointer and integer "
                         "argument marked divisible by 16 (as at M x N = 2^26), then ptxas -v on the PTX"}
@@ -80,7 +89,10 @@ def main() -> None:
                     point.update(compile_and_assemble(kernel, {**consts, "NUM_STAGES": stages}, dtype, warps, stages))
                     points.append(point)
                     print(json.dumps(point), flush=True)
-    write_points(args.out / "sm90_registers.json", header, points)
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in header.items()]
+    lines += ['  "points": ['] + [f"    {json.dumps(p)}" + ("," if i < len(points) - 1 else "")
+                                  for i, p in enumerate(points)] + ["  ]", "}"]
+    (args.out / "sm90_registers.json").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
