@@ -113,13 +113,13 @@ BLOCK_M = 2 * WG_M  # query rows per CTA: two consumer warpgroups
 HEAD_DIMS = (64, 128)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
 # head_dim -> the constexprs of the kernel: key/value rows per tile, ring slots
-CONFIGS = {  # PINGPONG: the consumers issue their matmuls in turns (measured: off)
-    64: {"BLOCK_N": 128, "STAGES": 2, "PINGPONG": False},
-    128: {"BLOCK_N": 128, "STAGES": 2, "PINGPONG": False},
+CONFIGS = {
+    64: {"BLOCK_N": 128, "STAGES": 2},
+    128: {"BLOCK_N": 128, "STAGES": 2},
 }
-# (head_dim, causal) where one program per SM walking the tiles measured faster than
-# one program per tile; elsewhere the launcher starts one program per tile
-PERSISTENT = {(64, False)}
+# (head_dim, causal) where one program per SM walking the work units measured faster
+# than one program per unit; elsewhere the launcher starts one program per unit
+PERSISTENT = {(64, False), (64, True), (128, True)}
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
 MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536 registers of an SM
@@ -137,30 +137,53 @@ def _sum_combine(a, b):
 
 
 # %% [markdown]
-# ## Persistent programs: one per SM, tile after tile
+# ## Persistent programs: one per SM, unit after unit
 #
 # A tile is 128 query rows of one (batch, head). Instead of one program per
-# tile, the launch starts one program per SM (fewer if there are fewer tiles)
-# and each walks the tiles `pid, pid + num_programs, ...`. A program's
-# producer then runs ahead into its next tile: the first K and V blocks and the
-# next Q are in flight while the consumers still finish the current tile and
-# store its O. `_tile` says where a tile number points; both partitions call it,
-# so they agree on the order without talking.
+# tile, the launch can start one program per SM and let each walk the work
+# `pid, pid + num_programs, ...`. A program's producer then runs ahead: the
+# next tile's first K and V blocks and its Q are in flight while the consumers
+# still finish the current tile and store its O.
+#
+# A fixed walk only pays if every program gets the same amount of work. With
+# the causal mask, query block `m` reads `m + 1` key blocks, so tiles differ
+# up to `n_m`-fold. The unit of work is therefore a *pair*: query blocks
+# `n_m - 1 - j` and `j` of one head, `n_m + 1` key blocks whatever `j` is (the
+# long tile first; the middle block of an odd count is a unit alone). Without
+# the mask a unit is one tile. Units run head by head, so programs working at
+# the same time read the K and V of a few heads, which stay in L2. `_tile`
+# says where tile `h` of a unit is; both partitions call it, so they agree on
+# the order without talking.
 
 
 # %%
 # --8<-- [start:tile]
 @gluon.jit
-def _tile(tile, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
-          CAUSAL: gl.constexpr):
-    """Where tile number `tile` is: (row_q, row_kv, start_m, n_full, n_blocks).
-    Tiles run head by head; causal heads start with their longest query block."""
-    n_m = seq_len // CTA_M
-    pid_m = tile % n_m
+def _unit_tiles(unit, seq_len, CTA_M: gl.constexpr, CAUSAL: gl.constexpr):
+    """How many tiles work unit `unit` holds: a causal pair has 2 (1 in the middle)."""
     if CAUSAL:
-        pid_m = n_m - 1 - pid_m
+        n_m = seq_len // CTA_M
+        return gl.minimum(n_m - 2 * (unit % ((n_m + 1) // 2)), 2)
+    else:
+        return 1
+
+
+@gluon.jit
+def _tile(unit, h, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
+          CAUSAL: gl.constexpr):
+    """Tile h of work unit `unit`: (row_q, row_kv, start_m, n_full, n_blocks)."""
+    n_m = seq_len // CTA_M
+    if CAUSAL:  # unit j of a head: query blocks n_m - 1 - j, then j
+        pairs = (n_m + 1) // 2
+        head = unit // pairs
+        pid_m = n_m - 1 - unit % pairs
+        if h == 1:
+            pid_m = unit % pairs
+    else:
+        head = unit // n_m
+        pid_m = unit % n_m
     start_m = pid_m * CTA_M
-    row_kv = (tile // n_m) * seq_len  # row of this (batch, head) in (B*H*S, D)
+    row_kv = head * seq_len  # row of this (batch, head) in (B*H*S, D)
     if CAUSAL:
         n_full = start_m // BLOCK_N
         n_blocks = (start_m + CTA_M) // BLOCK_N
@@ -174,7 +197,7 @@ def _tile(tile, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
 # %% [markdown]
 # ## The producer: TMA copies into the ring
 #
-# One warp. For each tile of its program it walks the key blocks: wait until
+# One warp. For each tile of its program's units it walks the key blocks: wait until
 # slot `c % STAGES` is empty (`c` counts the blocks over all tiles, so the
 # ring simply goes on from one tile to the next), announce how many bytes will
 # land (`expect`), start the copy. After the first K it loads each consumer's
@@ -188,35 +211,49 @@ def _tile(tile, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
 # %%
 # --8<-- [start:producer]
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
-              k_ready, k_empty, v_ready, v_empty, seq_len, n_tiles,
-              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
+               k_ready, k_empty, v_ready, v_empty, row_q, row_kv, n_blocks, c, i,
+               BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Copy one tile: its K and V blocks into the ring from block c on, and its Q
+    (the program's tile i). Returns c after the tile."""
     WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    for j in range(n_blocks):
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
+        mbarrier.wait(k_empty.index(slot), phase ^ 1)
+        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row_kv + j * BLOCK_N, 0],
+                                        k_ready.index(slot), k_bufs.index(slot))
+        if j == 0:  # Q after K_0: K_0 may land in a slot freed before Q's
+            for wg in gl.static_range(2):  # one 64-row Q tile per consumer
+                mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
+                mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(
+                    q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(wg),
+                    q_smem.index(wg))
+        mbarrier.wait(v_empty.index(slot), phase ^ 1)
+        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [row_kv + j * BLOCK_N, 0],
+                                        v_ready.index(slot), v_bufs.index(slot))
+        c += 1
+    return c
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
+              k_ready, k_empty, v_ready, v_empty, seq_len, n_units,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]
     c = 0  # key blocks copied so far, over all tiles: slot c % STAGES
     i = 0  # tiles started so far: the phase of the Q barriers
-    for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        row_q, row_kv, start_m, n_full, n_blocks = _tile(tile, seq_len, 2 * WG_ROWS,
-                                                         BLOCK_N, CAUSAL)
-        for j in range(n_blocks):
-            slot = c % STAGES
-            phase = (c // STAGES) & 1
-            mbarrier.wait(k_empty.index(slot), phase ^ 1)
-            mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(k_desc, [row_kv + j * BLOCK_N, 0],
-                                            k_ready.index(slot), k_bufs.index(slot))
-            if j == 0:  # Q after K_0: K_0 may land in a slot freed before Q's
-                for wg in gl.static_range(2):  # one 64-row Q tile per consumer
-                    mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
-                    mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
-                    tma.async_copy_global_to_shared(
-                        q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(wg),
-                        q_smem.index(wg))
-            mbarrier.wait(v_empty.index(slot), phase ^ 1)
-            mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(v_desc, [row_kv + j * BLOCK_N, 0],
-                                            v_ready.index(slot), v_bufs.index(slot))
-            c += 1
-        i += 1
+    for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
+        for h in range(_unit_tiles(unit, seq_len, CTA_M, CAUSAL)):
+            row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len, CTA_M,
+                                                             BLOCK_N, CAUSAL)
+            c = _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
+                           q_empty, k_ready, k_empty, v_ready, v_empty, row_q, row_kv,
+                           n_blocks, c, i, BLOCK_N, STAGES)
+            i += 1
 # --8<-- [end:producer]
 
 
@@ -275,37 +312,20 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
 
 # --8<-- [start:step]
 @gluon.jit
-def _take_turn(turn, t, WG: gl.constexpr, PINGPONG: gl.constexpr):
-    """Ping-pong: wait until the other warpgroup has issued its matmuls of turn
-    t - 1 (warpgroup 0 goes first), so the two issue whole turns in alternation."""
-    if PINGPONG:
-        mbarrier.wait(turn.index(WG), (t & 1) ^ (1 - WG))
-
-
-@gluon.jit
-def _pass_turn(turn, WG: gl.constexpr, PINGPONG: gl.constexpr):
-    if PINGPONG:
-        mbarrier.arrive(turn.index(1 - WG))
-
-
-@gluon.jit
-def _step(j, c, t, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn, o,
-          p, m_i, l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
+def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
+          l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
           STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-          p_layout: gl.constexpr, WG: gl.constexpr, PINGPONG: gl.constexpr):
-    """Key block j of the tile, block c of the ring (c - 1: the previous one);
-    t: this warpgroup's turn count (PINGPONG)."""
+          p_layout: gl.constexpr):
+    """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
     slot = c % STAGES
     mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
-    _take_turn(turn, t, WG, PINGPONG)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                       is_async=True)  # S_j = Q K_j^T
     prev = (c - 1) % STAGES
     mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
-    _pass_turn(turn, WG, PINGPONG)
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
     p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK,
@@ -320,80 +340,85 @@ def _step(j, c, t, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, turn, 
 
 # --8<-- [start:consumer]
 @gluon.jit
-def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-              k_ready, k_empty, v_ready, v_empty, turn, seq_len, n_tiles, qk_scale,
-              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr, PINGPONG: gl.constexpr):
-    ROWS: gl.constexpr = q_smem.type.shape[1]
+def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_ready,
+                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c, i,
+                 qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    """This warpgroup's 64 rows of one tile (rows row_q... of the (B*H*S, D) view,
+    q_row0... of the head): the program's tile i, key blocks c... of the ring.
+    Returns c after the tile."""
+    ROWS: gl.constexpr = q.type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=2)
-    q = q_smem.index(WG)
-    o_buf = o_smem.index(WG)
+    mbarrier.wait(q_bar, i & 1)
+    m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
+    o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
+
+    # Block 0 by hand: its S and softmax (masked when causal: needed when the
+    # tile starts at query 0, harmless otherwise).
+    slot = c % STAGES
+    mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
+    s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
+                      is_async=True)
+    s = warpgroup_mma_wait(0, deps=(s,))
+    mbarrier.arrive(k_empty.index(slot))
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
+                                        BLOCK_N, s_layout)
+    p = gl.convert_layout(p.to(q.dtype), p_layout)
+    for j in range(1, n_full):  # key blocks left of the diagonal: no mask
+        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               False, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+    for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
+        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               CAUSAL, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+    c += n_blocks
+    last = (c - 1) % STAGES  # the pipeline's tail: the last P V
+    mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
+    o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
+    o = warpgroup_mma_wait(0, deps=(o, p))[0]
+    mbarrier.arrive(v_empty.index(last))
+    mbarrier.arrive(q_free)  # Q is read no more: the next tile's Q may come
+
+    # O / l goes out through shared memory and a TMA store, which runs on while
+    # the next tile starts; the log-sum-exp in natural log, one fp32 per row.
+    o = o / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
+    tma.store_wait(0)  # the previous tile's store has left o_buf
+    o_buf.store(o.to(o_desc.dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(o_desc, [row_q, 0], o_buf)
+    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2
+    gl.store(lse_ptr + row_q + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout)),
+             lse)
+    return c
+
+
+@gluon.jit
+def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
+              k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
+              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    ROWS: gl.constexpr = q_smem.type.shape[1]
     c = 0  # key blocks consumed so far, over all tiles, as the producer counts
     i = 0  # tiles done so far
-    t = 0  # turns taken (PINGPONG): one per block and one for the tail, per tile
-    for tile in range(gl.program_id(0), n_tiles, gl.num_programs(0)):
-        row_q, row_kv, start_m, n_full, n_blocks = _tile(tile, seq_len, 2 * ROWS,
-                                                         BLOCK_N, CAUSAL)
-        q_row0 = start_m + WG * ROWS  # this warpgroup's first query row in its head
-        mbarrier.wait(q_bars.index(WG), i & 1)
-        m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
-        l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
-        o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
-
-        # Block 0 by hand: its S and softmax (masked when causal: needed when
-        # start_m == 0, harmless otherwise).
-        slot = c % STAGES
-        mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
-        _take_turn(turn, t, WG, PINGPONG)
-        s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
-        s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
-                          is_async=True)
-        _pass_turn(turn, WG, PINGPONG)
-        s = warpgroup_mma_wait(0, deps=(s,))
-        mbarrier.arrive(k_empty.index(slot))
-        p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
-                                            BLOCK_N, s_layout)
-        p = gl.convert_layout(p.to(q.dtype), p_layout)
-        for j in range(1, n_full):  # key blocks left of the diagonal: no mask
-            o, p, m_i, l_i = _step(j, c + j, t + j, q, k_bufs, v_bufs, k_ready,
-                                   k_empty, v_ready, v_empty, turn, o, p, m_i, l_i,
-                                   q_row0, qk_scale, False, BLOCK_N, STAGES,
-                                   s_layout, o_layout, p_layout, WG, PINGPONG)
-        for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
-            o, p, m_i, l_i = _step(j, c + j, t + j, q, k_bufs, v_bufs, k_ready,
-                                   k_empty, v_ready, v_empty, turn, o, p, m_i, l_i,
-                                   q_row0, qk_scale, CAUSAL, BLOCK_N, STAGES,
-                                   s_layout, o_layout, p_layout, WG, PINGPONG)
-        c += n_blocks
-        t += n_blocks
-        last = (c - 1) % STAGES  # the pipeline's tail: the last P V
-        mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
-        _take_turn(turn, t, WG, PINGPONG)
-        o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
-        _pass_turn(turn, WG, PINGPONG)
-        t += 1
-        o = warpgroup_mma_wait(0, deps=(o, p))[0]
-        mbarrier.arrive(v_empty.index(last))
-        mbarrier.arrive(q_empty.index(WG))  # Q is read no more: the next Q may come
-
-        # O / l goes out through shared memory and a TMA store, which runs on while
-        # the next tile starts; the log-sum-exp in natural log, one fp32 per row.
-        o = o / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
-        tma.store_wait(0)  # the previous tile's store has left o_buf
-        o_buf.store(o.to(o_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(o_desc, [row_q + WG * ROWS, 0], o_buf)
-        lse = (m_i * qk_scale + gl.log2(l_i)) * LN2
-        rows = row_q + WG * ROWS + gl.arange(0, ROWS,
-                                             layout=gl.SliceLayout(1, s_layout))
-        gl.store(lse_ptr + rows, lse)
-        i += 1
-    tma.store_wait(0)
+    for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
+        for h in range(_unit_tiles(unit, seq_len, 2 * ROWS, CAUSAL)):
+            row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len,
+                                                             2 * ROWS, BLOCK_N, CAUSAL)
+            c = _attend_tile(o_desc, lse_ptr, q_smem.index(WG), o_smem.index(WG),
+                             q_bars.index(WG), q_empty.index(WG), k_bufs, v_bufs,
+                             k_ready, k_empty, v_ready, v_empty, row_q + WG * ROWS,
+                             start_m + WG * ROWS, n_full, n_blocks, c, i, qk_scale,
+                             BLOCK_N, HEAD_D, STAGES, CAUSAL)
+            i += 1
+    tma.store_wait(0)  # the last tile's O has left shared memory
 # --8<-- [end:consumer]
 
 
@@ -411,9 +436,9 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
 # --8<-- [start:kernel]
 @gluon.jit
 def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
-                            n_tiles, qk_scale, BLOCK_N: gl.constexpr,
+                            n_units, qk_scale, BLOCK_N: gl.constexpr,
                             HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                            CAUSAL: gl.constexpr, PINGPONG: gl.constexpr):
+                            CAUSAL: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape,
                                        q_desc.layout)
@@ -430,9 +455,7 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
-    turn = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
     for i in gl.static_range(2):
-        mbarrier.init(turn.index(i), count=1)  # the other consumer's turn is done
         mbarrier.init(q_bars.index(i), count=1)  # the TMA copy completes it
         mbarrier.init(q_empty.index(i), count=1)  # its consumer is done with Q
     for i in gl.static_range(STAGES):
@@ -445,13 +468,13 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     WG1: gl.constexpr = 1
     gl.warp_specialize([
         (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     k_ready, k_empty, v_ready, v_empty, turn, seq_len, n_tiles,
-                     qk_scale, WG0, BLOCK_N, HEAD_D, STAGES, CAUSAL, PINGPONG)),
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
+                     WG0, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
         (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     k_ready, k_empty, v_ready, v_empty, turn, seq_len, n_tiles,
-                     qk_scale, WG1, BLOCK_N, HEAD_D, STAGES, CAUSAL, PINGPONG)),
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
+                     WG1, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     k_ready, k_empty, v_ready, v_empty, seq_len, n_tiles, BLOCK_N,
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, BLOCK_N,
                      STAGES, CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 # --8<-- [end:kernel]
@@ -568,11 +591,17 @@ def _smem_layout(block: int, d: int, dtype: torch.dtype) -> gl.NVMMASharedLayout
     return gl.NVMMASharedLayout.get_default_for([block, d], gdt)
 
 
-def _programs(n_tiles: int, head_dim: int, causal: bool, device) -> int:
-    """One program per SM where that measured faster (PERSISTENT), else one per tile."""
+def _units(batch_heads: int, seq_len: int, causal: bool) -> int:
+    """Work units (`_tile`): causal pairs of query blocks, or single query blocks."""
+    n_m = seq_len // BLOCK_M
+    return batch_heads * ((n_m + 1) // 2 if causal else n_m)
+
+
+def _programs(n_units: int, head_dim: int, causal: bool, device) -> int:
+    """One program per SM where that measured faster (PERSISTENT), else one per unit."""
     if (head_dim, causal) in PERSISTENT:
         return _sm_count(device)
-    return n_tiles
+    return n_units
 
 
 @functools.lru_cache
@@ -607,10 +636,10 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
         return o, lse
     cfg = CONFIGS[D]
     descs = _descriptors(q, k, v, o, cfg["BLOCK_N"])
-    n_tiles = B * H * (S // BLOCK_M)
-    grid = (min(n_tiles, programs or _programs(n_tiles, D, causal, q.device)),)
+    n_units = _units(B * H, S, causal)
+    grid = (min(n_units, programs or _programs(n_units, D, causal, q.device)),)
     attention_hopper_kernel[grid](
-        *descs, lse, S, n_tiles, sm_scale * LOG2E, HEAD_D=D, CAUSAL=causal, **cfg,
+        *descs, lse, S, n_units, sm_scale * LOG2E, HEAD_D=D, CAUSAL=causal, **cfg,
         num_warps=4, maxnreg=MAXNREG)
     return o, lse
 
@@ -657,7 +686,7 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
     descs = _descriptors(t, t, t, t, cfg["BLOCK_N"])
     names = ("q_desc", "k_desc", "v_desc", "o_desc")
     signature = {n: mangle_type(d) for n, d in zip(names, descs, strict=True)}
-    signature.update(lse_ptr="*fp32", seq_len="i32", n_tiles="i32", qk_scale="fp32")
+    signature.update(lse_ptr="*fp32", seq_len="i32", n_units="i32", qk_scale="fp32")
     constexprs = {**cfg, "HEAD_D": head_dim, "CAUSAL": causal}
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     src = GluonASTSource(attention_hopper_kernel, signature, constexprs=constexprs)

@@ -9,6 +9,9 @@ probes written before this module keep their own copies of these few lines.
 * ``environment``: the header's common part: the GPU, the versions and the date.
 * ``ptxas_usage``: registers per thread and bytes spilled of a kernel compiled for sm_90, read from
   ``ptxas -v`` (the ptxas that ships with Triton) on its PTX; no GPU needed.
+* ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
+  reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
+  passes to a point's columns.
 """
 
 from __future__ import annotations
@@ -68,3 +71,41 @@ def ptxas_usage(ptx: str) -> dict:
         raise ValueError(f"ptxas -v printed no register or spill counts: {out[-300:]!r}")
     return {"registers": int(regs.group(1)), "spill_store_bytes": int(spills.group(1)),
             "spill_load_bytes": int(spills.group(2))}
+
+
+def check_against(fns: dict, ref, rtol: float, atol: float) -> dict:
+    """name -> "pass" or "FAIL: <first line>" for each call in ``fns``, against ``ref``."""
+    import torch
+
+    checks = {}
+    for name, fn in fns.items():
+        try:
+            torch.testing.assert_close(fn(), ref, rtol=rtol, atol=atol)
+            checks[name] = "pass"
+        except AssertionError as err:
+            checks[name] = "FAIL: " + str(err).splitlines()[0]
+    return checks
+
+
+def time_interleaved(fns: dict, passes: int, timing) -> dict:
+    """(name, graph) -> the ms of each pass: ``passes`` rounds, each timing every call once with
+    ``timing(fn, graph=False)`` (do_bench) and ``timing(fn, graph=True)`` (CUDA graph), so that a
+    drift of the GPU's clock reaches every candidate alike."""
+    ms = {(n, g): [] for n in fns for g in (False, True)}
+    for _ in range(passes):
+        for name, fn in fns.items():
+            for graph in (False, True):
+                ms[(name, graph)].append(timing(fn, graph))
+    return ms
+
+
+def summarize(runs: list[float], ref_runs: list[float], work: float, key: str,
+              ref: str = "cudnn") -> dict:
+    """One candidate's columns for one timing ``key``: the median ms over passes, work / ms in
+    T per s (``work`` in FLOPs gives TFLOP/s), the spread (max / min - 1) and the median ratio
+    of the reference ``ref``'s ms to the candidate's, pass by pass."""
+    mid = sorted(runs)[len(runs) // 2]
+    ratios = sorted(r / m for r, m in zip(ref_runs, runs, strict=True))
+    return {f"ms_{key}": round(mid, 5), f"tflops_{key}": round(work / mid / 1e9, 1),
+            f"spread_{key}": round(max(runs) / min(runs) - 1, 4),
+            f"ratio_to_{ref}_{key}": round(ratios[len(ratios) // 2], 4)}

@@ -180,13 +180,15 @@ def test_gpu_matches_reference(dtype, head_dim, causal, seq):
 
 @requires_sm90
 @pytest.mark.parametrize("programs", [1, 7, 132, None])
+@pytest.mark.parametrize("seq", [512, 640])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_gpu_each_program_walks_many_tiles(head_dim, causal, programs):
-    """Fewer programs than tiles (144 tiles of 128 queries): each walks several (of different lengths
-    when causal), the ring's slots and the barriers' phases carried from one tile to the next.
-    None: the launcher's choice."""
-    q, k, v = qkv(4, 9, 512, head_dim, torch.bfloat16)
+def test_gpu_each_program_walks_many_tiles(head_dim, causal, seq, programs):
+    """Fewer programs than work units (4 x 9 heads of 4 or 5 query blocks: 144 or 180 tiles, in
+    72 or 108 causal pairs): each walks several, the ring's slots and the barriers' phases carried
+    from one tile to the next. seq 640 has an odd number of query blocks: the middle one of each
+    causal head is a unit alone. None: the launcher's choice."""
+    q, k, v = qkv(4, 9, seq, head_dim, torch.bfloat16)
     o, lse = ex.attention_hopper_forward(q, k, v, causal, programs=programs)
     o_ref, lse_ref = reference(q, k, v, causal)
     torch.testing.assert_close(o, o_ref, **tol(torch.bfloat16))
@@ -194,26 +196,19 @@ def test_gpu_each_program_walks_many_tiles(head_dim, causal, programs):
     torch.testing.assert_close(ex.attention_hopper(q, k, v, causal, programs=programs), o, rtol=0, atol=0)
 
 
-@requires_sm90
-@pytest.mark.parametrize("programs", [5, None])
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("head_dim", [64, 128])
-def test_gpu_ping_pong_matches_reference(monkeypatch, head_dim, causal, programs):
-    """The consumers issuing their matmuls in turns (CONFIGS' PINGPONG): the same output."""
-    monkeypatch.setitem(ex.CONFIGS, head_dim, {**ex.CONFIGS[head_dim], "PINGPONG": True})
-    q, k, v = qkv(2, 3, 512, head_dim, torch.float16)
-    o, lse = ex.attention_hopper_forward(q, k, v, causal, programs=programs)
-    o_ref, lse_ref = reference(q, k, v, causal)
-    torch.testing.assert_close(o, o_ref, **tol(torch.float16))
-    torch.testing.assert_close(lse, lse_ref, **tol(torch.float16))
-
-
 def test_launcher_picks_one_program_per_sm_only_where_it_measured_faster(monkeypatch):
     monkeypatch.setattr(ex, "_sm_count", lambda device: 132)
-    assert ex.PERSISTENT == {(64, False)}
-    assert ex._programs(1000, 64, False, "cuda") == 132
-    for head_dim, causal in ((64, True), (128, False), (128, True)):
-        assert ex._programs(1000, head_dim, causal, "cuda") == 1000
+    assert ex.PERSISTENT == {(64, False), (64, True), (128, True)}
+    for head_dim, causal in ex.PERSISTENT:
+        assert ex._programs(1000, head_dim, causal, "cuda") == 132
+    assert ex._programs(1000, 128, False, "cuda") == 1000
+
+
+def test_work_units_are_query_blocks_or_causal_pairs():
+    assert ex._units(36, 512, False) == 36 * 4  # one unit per 128-query block
+    assert ex._units(36, 512, True) == 36 * 2  # blocks (3, 0) and (2, 1) of each head
+    assert ex._units(36, 640, True) == 36 * 3  # (4, 0), (3, 1) and the middle block 2 alone
+    assert ex._units(1, 128, True) == 1
 
 
 @requires_sm90
