@@ -117,9 +117,6 @@ CONFIGS = {
     64: {"BLOCK_N": 128, "STAGES": 2},
     128: {"BLOCK_N": 128, "STAGES": 2},
 }
-# (head_dim, causal) where one program per SM walking the work units measured faster
-# than one program per unit; elsewhere the launcher starts one program per unit
-PERSISTENT = {(64, False), (64, True), (128, True)}
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
 MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536 registers of an SM
@@ -569,9 +566,10 @@ def _check_inputs(q, k, v, causal, sm_scale, programs=None) -> float:
 # %% [markdown]
 # ## The launcher
 #
-# One program per SM, or one per tile when there are fewer tiles. Programs
-# next to each other take neighbouring tiles, which are mostly the query
-# blocks of one head: they read the same K and V while those are in L2. The
+# One program per SM (fewer if there are fewer work units); `programs=` sets
+# another number. Programs next to each other take neighbouring units, which
+# are mostly the query blocks of one head: they read the same K and V while
+# those are in L2. The
 # descriptors carry the tile shapes and the swizzled shared-memory layout the
 # wgmma reads (`NVMMASharedLayout`).
 
@@ -597,13 +595,6 @@ def _units(batch_heads: int, seq_len: int, causal: bool) -> int:
     return batch_heads * ((n_m + 1) // 2 if causal else n_m)
 
 
-def _programs(n_units: int, head_dim: int, causal: bool, device) -> int:
-    """One program per SM where that measured faster (PERSISTENT), else one per unit."""
-    if (head_dim, causal) in PERSISTENT:
-        return _sm_count(device)
-    return n_units
-
-
 @functools.lru_cache
 def _sm_count(device: torch.device) -> int:
     """Streaming multiprocessors of the device: asked once, not on every call."""
@@ -626,7 +617,7 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
                              ) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse): o like q (contiguous); lse (B, H, S), fp32, the natural-log
     log-sum-exp of each query row's scaled scores. programs: how many programs
-    walk the tiles (None: the launcher's choice, `_programs`)."""
+    walk the work units (None: one per SM)."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale, programs)
     B, H, S, D = q.shape
     q, k, v = _tma_operand(q), _tma_operand(k), _tma_operand(v)
@@ -637,7 +628,7 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
     cfg = CONFIGS[D]
     descs = _descriptors(q, k, v, o, cfg["BLOCK_N"])
     n_units = _units(B * H, S, causal)
-    grid = (min(n_units, programs or _programs(n_units, D, causal, q.device)),)
+    grid = (min(n_units, programs or _sm_count(q.device)),)  # one per SM by default
     attention_hopper_kernel[grid](
         *descs, lse, S, n_units, sm_scale * LOG2E, HEAD_D=D, CAUSAL=causal, **cfg,
         num_warps=4, maxnreg=MAXNREG)
@@ -650,7 +641,7 @@ def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = Non
 
     q, k, v: (B, H, S, D), float16 or bfloat16, D in (64, 128), S a multiple of
     128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D);
-    programs: how many programs walk the tiles (None: the launcher's choice).
+    programs: how many programs walk the work units (None: one per SM).
     Needs an sm_90 GPU.
     """
     return attention_hopper_forward(q, k, v, causal, sm_scale, programs=programs)[0]

@@ -187,21 +187,13 @@ def test_gpu_each_program_walks_many_tiles(head_dim, causal, seq, programs):
     """Fewer programs than work units (4 x 9 heads of 4 or 5 query blocks: 144 or 180 tiles, in
     72 or 108 causal pairs): each walks several, the ring's slots and the barriers' phases carried
     from one tile to the next. seq 640 has an odd number of query blocks: the middle one of each
-    causal head is a unit alone. None: the launcher's choice."""
+    causal head is a unit alone. None: one program per SM."""
     q, k, v = qkv(4, 9, seq, head_dim, torch.bfloat16)
     o, lse = ex.attention_hopper_forward(q, k, v, causal, programs=programs)
     o_ref, lse_ref = reference(q, k, v, causal)
     torch.testing.assert_close(o, o_ref, **tol(torch.bfloat16))
     torch.testing.assert_close(lse, lse_ref, **tol(torch.bfloat16))
     torch.testing.assert_close(ex.attention_hopper(q, k, v, causal, programs=programs), o, rtol=0, atol=0)
-
-
-def test_launcher_picks_one_program_per_sm_only_where_it_measured_faster(monkeypatch):
-    monkeypatch.setattr(ex, "_sm_count", lambda device: 132)
-    assert ex.PERSISTENT == {(64, False), (64, True), (128, True)}
-    for head_dim, causal in ex.PERSISTENT:
-        assert ex._programs(1000, head_dim, causal, "cuda") == 132
-    assert ex._programs(1000, 128, False, "cuda") == 1000
 
 
 def test_work_units_are_query_blocks_or_causal_pairs():

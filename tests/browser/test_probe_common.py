@@ -59,3 +59,33 @@ def test_ptxas_usage_fails_loudly_on_output_it_cannot_read(monkeypatch):
     monkeypatch.setattr(probe_common.subprocess, "run", _fake_ptxas("ptxas fatal: something else\n"))
     with pytest.raises(ValueError, match="ptxas -v printed no register or spill counts"):
         probe_common.ptxas_usage(".version 8.0")
+
+
+def test_check_against_names_each_failure_and_keeps_going():
+    import torch
+
+    ref = torch.ones(4)
+    checks = probe_common.check_against(
+        {"same": lambda: torch.ones(4), "off": lambda: torch.ones(4) * 2, "close": lambda: ref + 1e-6},
+        ref, rtol=1e-4, atol=1e-4)
+    assert checks["same"] == "pass" and checks["close"] == "pass"
+    assert checks["off"].startswith("FAIL: Tensor-likes are not close!")
+
+
+def test_time_interleaved_times_every_call_both_ways_in_each_pass():
+    order = []
+
+    def timing(fn, graph):
+        order.append((fn(), graph))
+        return 2.0 if graph else 1.0
+    ms = probe_common.time_interleaved({"a": lambda: "a", "b": lambda: "b"}, 3, timing)
+    assert order == [("a", False), ("a", True), ("b", False), ("b", True)] * 3
+    assert ms == {("a", False): [1.0] * 3, ("a", True): [2.0] * 3, ("b", False): [1.0] * 3, ("b", True): [2.0] * 3}
+
+
+def test_summarize_takes_medians_and_the_ratio_pass_by_pass():
+    row = probe_common.summarize([2.0, 4.0, 3.0], [1.0, 4.0, 6.0], 3e9, "cudagraph")
+    # median ms 3.0; 3e9 FLOPs in 3 ms: 1 TFLOP/s; spread 4 / 2 - 1; ratios 0.5, 1.0, 2.0
+    assert row == {"ms_cudagraph": 3.0, "tflops_cudagraph": 1.0, "spread_cudagraph": 1.0,
+                   "ratio_to_cudnn_cudagraph": 1.0}
+    assert "ratio_to_cublas_do_bench" in probe_common.summarize([1.0], [1.0], 1.0, "do_bench", ref="cublas")
