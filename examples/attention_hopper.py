@@ -8,16 +8,19 @@
 # warps do what, which layouts tiles live in and when shared memory is reused.
 # The schedule is FlashAttention-3's:
 #
-# * one program (CTA) per 128 query rows of one (batch, head), in three
-#   *partitions* (`gl.warp_specialize`): a one-warp **producer** that only
-#   issues TMA copies of K and V tiles into a two-slot ring in shared memory,
-#   and two four-warp **consumer** warpgroups of 64 query rows each;
+# * one persistent program (CTA) per SM, walking tiles of 128 query rows of
+#   one (batch, head), in three *partitions* (`gl.warp_specialize`): a
+#   one-warp **producer** that only issues TMA copies of Q, K and V tiles into
+#   shared memory (K and V through a two-slot ring), and two four-warp
+#   **consumer** warpgroups of 64 query rows each;
 # * mbarriers say when a slot is full (the producer's copy landed) and when it
 #   is empty again (both consumers are done with it);
 # * each consumer computes `S = Q K^T` with an asynchronous `wgmma`, the online
 #   softmax in base 2, and `O += P V` with `P` kept in registers; the `S` of the
 #   next key block is issued before the `P V` of the current one, so the tensor
-#   cores work while the softmax runs.
+#   cores work while the softmax runs;
+# * the producer runs ahead into the program's next tile while the consumers
+#   finish the current one and store its O.
 #
 # It needs an **sm_90 GPU** (H100, H200, GH200): wgmma, TMA and the register
 # split between partitions are Hopper instructions, and Gluon has no CPU
@@ -117,7 +120,6 @@ CONFIGS = {
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
 MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536 registers of an SM
-MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1 (batch x heads)
 
 
 @gluon.jit
@@ -132,38 +134,123 @@ def _sum_combine(a, b):
 
 
 # %% [markdown]
+# ## Persistent programs: one per SM, unit after unit
+#
+# A tile is 128 query rows of one (batch, head). Instead of one program per
+# tile, the launch can start one program per SM and let each walk the work
+# `pid, pid + num_programs, ...`. A program's producer then runs ahead: the
+# next tile's first K and V blocks and its Q are in flight while the consumers
+# still finish the current tile and store its O.
+#
+# A fixed walk only pays if every program gets the same amount of work. With
+# the causal mask, query block `m` reads `m + 1` key blocks, so tiles differ
+# up to `n_m`-fold. The unit of work is therefore a *pair*: query blocks
+# `n_m - 1 - j` and `j` of one head, `n_m + 1` key blocks whatever `j` is (the
+# long tile first; the middle block of an odd count is a unit alone). Without
+# the mask a unit is one tile. Units run head by head, so programs working at
+# the same time read the K and V of a few heads, which stay in L2. `_tile`
+# says where tile `h` of a unit is; both partitions call it, so they agree on
+# the order without talking.
+
+
+# %%
+# --8<-- [start:tile]
+@gluon.jit
+def _unit_tiles(unit, seq_len, CTA_M: gl.constexpr, CAUSAL: gl.constexpr):
+    """How many tiles work unit `unit` holds: a causal pair has 2 (1 in the middle)."""
+    if CAUSAL:
+        n_m = seq_len // CTA_M
+        return gl.minimum(n_m - 2 * (unit % ((n_m + 1) // 2)), 2)
+    else:
+        return 1
+
+
+@gluon.jit
+def _tile(unit, h, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
+          CAUSAL: gl.constexpr):
+    """Tile h of work unit `unit`: (row_q, row_kv, start_m, n_full, n_blocks)."""
+    n_m = seq_len // CTA_M
+    if CAUSAL:  # unit j of a head: query blocks n_m - 1 - j, then j
+        pairs = (n_m + 1) // 2
+        head = unit // pairs
+        pid_m = n_m - 1 - unit % pairs
+        if h == 1:
+            pid_m = unit % pairs
+    else:
+        head = unit // n_m
+        pid_m = unit % n_m
+    start_m = pid_m * CTA_M
+    row_kv = head * seq_len  # row of this (batch, head) in (B*H*S, D)
+    if CAUSAL:
+        n_full = start_m // BLOCK_N
+        n_blocks = (start_m + CTA_M) // BLOCK_N
+    else:
+        n_full = seq_len // BLOCK_N
+        n_blocks = n_full
+    return row_kv + start_m, row_kv, start_m, n_full, n_blocks
+# --8<-- [end:tile]
+
+
+# %% [markdown]
 # ## The producer: TMA copies into the ring
 #
-# One warp. It loads each consumer's 64 rows of Q once, then walks the key
-# blocks: wait until slot `j % STAGES` is empty, announce how many bytes will
-# land (`expect`), start the copy. The copy engine signals the slot's "ready"
-# barrier when the bytes are there. An mbarrier flips its phase each time its
-# count is reached; waiting for phase `p ^ 1` on a fresh barrier returns at
-# once, so the first pass over the ring does not wait.
+# One warp. For each tile of its program's units it walks the key blocks: wait until
+# slot `c % STAGES` is empty (`c` counts the blocks over all tiles, so the
+# ring simply goes on from one tile to the next), announce how many bytes will
+# land (`expect`), start the copy. After the first K it loads each consumer's
+# 64 rows of Q, once the consumer has said (`q_empty`) that it no longer reads
+# the previous tile's. The copy engine signals the "ready" barrier when the
+# bytes are there. An mbarrier flips its phase each time its count is reached;
+# waiting for phase `p ^ 1` on a fresh barrier returns at once, so the first
+# pass over the ring does not wait.
 
 
 # %%
 # --8<-- [start:producer]
 @gluon.jit
-def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
-              k_ready, k_empty, v_ready, v_empty, row_q, row_kv, n_blocks,
-              BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    for wg in gl.static_range(2):  # one 64-row Q tile per consumer warpgroup
-        mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(
-            q_desc, [row_q + wg * q_desc.block_type.shape[0], 0],
-            q_bars.index(wg), q_smem.index(wg))
+def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
+               k_ready, k_empty, v_ready, v_empty, row_q, row_kv, n_blocks, c, i,
+               BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
+    """Copy one tile: its K and V blocks into the ring from block c on, and its Q
+    (the program's tile i). Returns c after the tile."""
+    WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
     for j in range(n_blocks):
-        slot = j % STAGES
-        phase = (j // STAGES) & 1
+        slot = c % STAGES
+        phase = (c // STAGES) & 1
         mbarrier.wait(k_empty.index(slot), phase ^ 1)
         mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(k_desc, [row_kv + j * BLOCK_N, 0],
                                         k_ready.index(slot), k_bufs.index(slot))
+        if j == 0:  # Q after K_0: K_0 may land in a slot freed before Q's
+            for wg in gl.static_range(2):  # one 64-row Q tile per consumer
+                mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
+                mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(
+                    q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(wg),
+                    q_smem.index(wg))
         mbarrier.wait(v_empty.index(slot), phase ^ 1)
         mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc, [row_kv + j * BLOCK_N, 0],
                                         v_ready.index(slot), v_bufs.index(slot))
+        c += 1
+    return c
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
+              k_ready, k_empty, v_ready, v_empty, seq_len, n_units,
+              BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]
+    c = 0  # key blocks copied so far, over all tiles: slot c % STAGES
+    i = 0  # tiles started so far: the phase of the Q barriers
+    for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
+        for h in range(_unit_tiles(unit, seq_len, CTA_M, CAUSAL)):
+            row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len, CTA_M,
+                                                             BLOCK_N, CAUSAL)
+            c = _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
+                           q_empty, k_ready, k_empty, v_ready, v_empty, row_q, row_kv,
+                           n_blocks, c, i, BLOCK_N, STAGES)
+            i += 1
 # --8<-- [end:producer]
 
 
@@ -179,7 +266,8 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
 # the unscaled scores) and sum `l` are fp32, one value per row (a `SliceLayout`
 # of S's layout).
 #
-# `_step` is one key block `j` of the pipeline. It issues `S_j = Q K_j^T`,
+# `_step` is one key block `j` of the tile (block `c` of the ring, counted
+# over the program's tiles as the producer counts). It issues `S_j = Q K_j^T`,
 # then `O += P_{j-1} V_{j-1}` (the previous block's probabilities, already in
 # registers), and waits for `S_j` alone (`warpgroup_mma_wait(1)`: at most one
 # wgmma still running). The softmax of block `j` then runs while `P V` is still
@@ -189,6 +277,12 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
 #
 # `P` never goes to shared memory: converted to fp16/bf16 and to the layout of
 # wgmma's A operand (`DotOperandLayout`), it is read from registers.
+#
+# After a tile's last `P V` the consumer releases its Q buffer (`q_empty`), so
+# the producer can load the next tile's Q while the consumer divides by `l`
+# and stores O. O leaves through a buffer of its own and a TMA store that runs
+# on into the next tile; `tma.store_wait(0)` before the buffer is written again
+# makes sure the previous store has read it.
 
 
 # %%
@@ -215,18 +309,19 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
 
 # --8<-- [start:step]
 @gluon.jit
-def _step(j, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i, l_i,
-          q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
+def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
+          l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
           STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
           p_layout: gl.constexpr):
+    """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
-    slot = j % STAGES
-    mbarrier.wait(k_ready.index(slot), (j // STAGES) & 1)
+    slot = c % STAGES
+    mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                       is_async=True)  # S_j = Q K_j^T
-    prev = (j - 1) % STAGES
-    mbarrier.wait(v_ready.index(prev), ((j - 1) // STAGES) & 1)
+    prev = (c - 1) % STAGES
+    mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
@@ -242,110 +337,126 @@ def _step(j, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i, l
 
 # --8<-- [start:consumer]
 @gluon.jit
-def _consumer(o_desc, lse_ptr, q_smem, k_bufs, v_bufs, q_bars, k_ready, k_empty,
-              v_ready, v_empty, row_q, start_m, n_full, n_blocks, qk_scale,
-              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
-              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-    ROWS: gl.constexpr = q_smem.type.shape[1]
+def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_ready,
+                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c, i,
+                 qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    """This warpgroup's 64 rows of one tile (rows row_q... of the (B*H*S, D) view,
+    q_row0... of the head): the program's tile i, key blocks c... of the ring.
+    Returns c after the tile."""
+    ROWS: gl.constexpr = q.type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=2)
-    q = q_smem.index(WG)
-    q_row0 = start_m + WG * ROWS  # this warpgroup's first query row in its head
-    mbarrier.wait(q_bars.index(WG), 0)
+    mbarrier.wait(q_bar, i & 1)
     m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
     o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
 
-    # Prologue: block 0's S and softmax (masked when causal: needed when
-    # start_m == 0, harmless otherwise).
-    mbarrier.wait(k_ready.index(0), 0)
+    # Block 0 by hand: its S and softmax (masked when causal: needed when the
+    # tile starts at query 0, harmless otherwise).
+    slot = c % STAGES
+    mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
-    s = warpgroup_mma(q, k_bufs.index(0).permute((1, 0)), s, use_acc=False,
+    s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                       is_async=True)
     s = warpgroup_mma_wait(0, deps=(s,))
-    mbarrier.arrive(k_empty.index(0))
+    mbarrier.arrive(k_empty.index(slot))
     p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
                                         BLOCK_N, s_layout)
     p = gl.convert_layout(p.to(q.dtype), p_layout)
     for j in range(1, n_full):  # key blocks left of the diagonal: no mask
-        o, p, m_i, l_i = _step(j, q, k_bufs, v_bufs, k_ready, k_empty, v_ready,
-                               v_empty, o, p, m_i, l_i, q_row0, qk_scale, False,
-                               BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               False, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
     for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
-        o, p, m_i, l_i = _step(j, q, k_bufs, v_bufs, k_ready, k_empty, v_ready,
-                               v_empty, o, p, m_i, l_i, q_row0, qk_scale, CAUSAL,
-                               BLOCK_N, STAGES, s_layout, o_layout, p_layout)
-    last = (n_blocks - 1) % STAGES  # epilogue of the pipeline: the last P V
-    mbarrier.wait(v_ready.index(last), ((n_blocks - 1) // STAGES) & 1)
+        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               CAUSAL, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+    c += n_blocks
+    last = (c - 1) % STAGES  # the pipeline's tail: the last P V
+    mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
     o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
     o = warpgroup_mma_wait(0, deps=(o, p))[0]
     mbarrier.arrive(v_empty.index(last))
+    mbarrier.arrive(q_free)  # Q is read no more: the next tile's Q may come
 
-    # O / l goes out through this warpgroup's Q buffer (no longer read) and a TMA
-    # store; the log-sum-exp in natural log, one fp32 per row.
+    # O / l goes out through shared memory and a TMA store, which runs on while
+    # the next tile starts; the log-sum-exp in natural log, one fp32 per row.
     o = o / gl.expand_dims(gl.convert_layout(l_i, gl.SliceLayout(1, o_layout)), 1)
-    q.store(o.to(o_desc.dtype))
+    tma.store_wait(0)  # the previous tile's store has left o_buf
+    o_buf.store(o.to(o_desc.dtype))
     fence_async_shared()
-    tma.async_copy_shared_to_global(o_desc, [row_q + WG * ROWS, 0], q)
+    tma.async_copy_shared_to_global(o_desc, [row_q, 0], o_buf)
     lse = (m_i * qk_scale + gl.log2(l_i)) * LN2
-    rows = row_q + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
-    gl.store(lse_ptr + rows, lse)
-    tma.store_wait(0)
+    gl.store(lse_ptr + row_q + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout)),
+             lse)
+    return c
+
+
+@gluon.jit
+def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
+              k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
+              WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+              STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+    ROWS: gl.constexpr = q_smem.type.shape[1]
+    c = 0  # key blocks consumed so far, over all tiles, as the producer counts
+    i = 0  # tiles done so far
+    for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
+        for h in range(_unit_tiles(unit, seq_len, 2 * ROWS, CAUSAL)):
+            row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len,
+                                                             2 * ROWS, BLOCK_N, CAUSAL)
+            c = _attend_tile(o_desc, lse_ptr, q_smem.index(WG), o_smem.index(WG),
+                             q_bars.index(WG), q_empty.index(WG), k_bufs, v_bufs,
+                             k_ready, k_empty, v_ready, v_empty, row_q + WG * ROWS,
+                             start_m + WG * ROWS, n_full, n_blocks, c, i, qk_scale,
+                             BLOCK_N, HEAD_D, STAGES, CAUSAL)
+            i += 1
+    tma.store_wait(0)  # the last tile's O has left shared memory
 # --8<-- [end:consumer]
 
 
 # %% [markdown]
 # ## The kernel: shared memory, barriers, three partitions
 #
-# The entry point works out which key blocks its 128 rows need (causal: the
-# blocks left of the diagonal unmasked, the diagonal ones masked, none to the
-# right; causal CTAs start with the longest rows), allocates the shared memory
-# and the mbarriers, and hands them to the three partitions. The first entry of
-# `gl.warp_specialize` runs on the kernel's own 4 warps (consumer 0); the other
-# two get `[4, 1]` warps and `[240, 24]` registers per thread.
+# The entry point allocates the shared memory (Q and O tiles per consumer, the
+# K and V rings) and the mbarriers, and hands them to the three partitions.
+# The first entry of `gl.warp_specialize` runs on the kernel's own 4 warps
+# (consumer 0); the other two get `[4, 1]` warps and `[240, 24]` registers per
+# thread.
 
 
 # %%
 # --8<-- [start:kernel]
 @gluon.jit
 def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
-                            qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
-                            STAGES: gl.constexpr, CAUSAL: gl.constexpr):
-    CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]
-    pid_m = gl.program_id(0)
-    if CAUSAL:
-        pid_m = seq_len // CTA_M - 1 - pid_m  # the longest rows first
-    start_m = pid_m * CTA_M
-    row_kv = gl.program_id(1) * seq_len  # row of this (batch, head) in (B*H*S, D)
-    row_q = row_kv + start_m
-    if CAUSAL:
-        n_full = start_m // BLOCK_N
-        n_blocks = (start_m + CTA_M) // BLOCK_N
-    else:
-        n_full = seq_len // BLOCK_N
-        n_blocks = n_full
-
+                            n_units, qk_scale, BLOCK_N: gl.constexpr,
+                            HEAD_D: gl.constexpr, STAGES: gl.constexpr,
+                            CAUSAL: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
     q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape,
                                        q_desc.layout)
+    o_smem = gl.allocate_shared_memory(dtype, [2] + o_desc.block_type.shape,
+                                       o_desc.layout)
     k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape,
                                        k_desc.layout)
     v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape,
                                        v_desc.layout)
     bar: gl.constexpr = mbarrier.MBarrierLayout()
     q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     for i in gl.static_range(2):
-        mbarrier.init(q_bars.index(i), count=1)
+        mbarrier.init(q_bars.index(i), count=1)  # the TMA copy completes it
+        mbarrier.init(q_empty.index(i), count=1)  # its consumer is done with Q
     for i in gl.static_range(STAGES):
-        mbarrier.init(k_ready.index(i), count=1)  # the TMA copy completes it
+        mbarrier.init(k_ready.index(i), count=1)
         mbarrier.init(v_ready.index(i), count=1)
         mbarrier.init(k_empty.index(i), count=2)  # one arrive per consumer
         mbarrier.init(v_empty.index(i), count=2)
@@ -353,15 +464,15 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     WG0: gl.constexpr = 0
     WG1: gl.constexpr = 1
     gl.warp_specialize([
-        (_consumer, (o_desc, lse_ptr, q_smem, k_bufs, v_bufs, q_bars, k_ready, k_empty,
-                     v_ready, v_empty, row_q, start_m, n_full, n_blocks, qk_scale,
+        (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
                      WG0, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
-        (_consumer, (o_desc, lse_ptr, q_smem, k_bufs, v_bufs, q_bars, k_ready, k_empty,
-                     v_ready, v_empty, row_q, start_m, n_full, n_blocks, qk_scale,
+        (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
                      WG1, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
-        (_producer, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, k_ready,
-                     k_empty, v_ready, v_empty, row_q, row_kv, n_blocks, BLOCK_N,
-                     STAGES)),
+        (_producer, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, BLOCK_N,
+                     STAGES, CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 # --8<-- [end:kernel]
 
@@ -397,7 +508,7 @@ def _check_device(device: torch.device) -> None:
             "use examples/attention.py's attention() elsewhere")
 
 
-def _check_inputs(q, k, v, causal, sm_scale) -> float:
+def _check_inputs(q, k, v, causal, sm_scale, programs=None) -> float:
     """Validate; return sm_scale as a float (1/sqrt(head_dim) when None)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -429,9 +540,6 @@ def _check_inputs(q, k, v, causal, sm_scale) -> float:
     if B * H * S >= 2**31:
         raise ValueError(f"q has batch x heads x seq = {B * H * S} rows: TMA "
                          "coordinates are int32, at most 2**31 - 1")
-    if B * H > MAX_GRID_Y:
-        raise ValueError(f"q has batch x heads = {B * H}: at most {MAX_GRID_Y} "
-                         "(grid axis 1)")
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if sm_scale is None:
@@ -441,6 +549,12 @@ def _check_inputs(q, k, v, causal, sm_scale) -> float:
                         f"got {type(sm_scale).__name__}")
     if not math.isfinite(sm_scale) or sm_scale <= 0:
         raise ValueError(f"sm_scale must be finite and > 0, got {sm_scale}")
+    if programs is not None:
+        if isinstance(programs, bool) or not isinstance(programs, int):
+            raise TypeError(f"programs must be an int or None, "
+                            f"got {type(programs).__name__}")
+        if not 1 <= programs < 2**31:
+            raise ValueError(f"programs must be in [1, 2**31), got {programs}")
     if _interpreter_on():
         raise RuntimeError("TRITON_INTERPRET=1 is set: Gluon kernels have no "
                            "interpreter; run on an sm_90 GPU without it")
@@ -452,10 +566,12 @@ def _check_inputs(q, k, v, causal, sm_scale) -> float:
 # %% [markdown]
 # ## The launcher
 #
-# One CTA per (128 query rows, batch x head): the query blocks of one head are
-# neighbours on grid axis 0, so they read the same K and V while those are in
-# L2. The descriptors carry the tile shapes and the swizzled shared-memory
-# layout the wgmma reads (`NVMMASharedLayout`).
+# One program per SM (fewer if there are fewer work units); `programs=` sets
+# another number. Programs next to each other take neighbouring units, which
+# are mostly the query blocks of one head: they read the same K and V while
+# those are in L2. The
+# descriptors carry the tile shapes and the swizzled shared-memory layout the
+# wgmma reads (`NVMMASharedLayout`).
 
 
 # %%
@@ -473,6 +589,18 @@ def _smem_layout(block: int, d: int, dtype: torch.dtype) -> gl.NVMMASharedLayout
     return gl.NVMMASharedLayout.get_default_for([block, d], gdt)
 
 
+def _units(batch_heads: int, seq_len: int, causal: bool) -> int:
+    """Work units (`_tile`): causal pairs of query blocks, or single query blocks."""
+    n_m = seq_len // BLOCK_M
+    return batch_heads * ((n_m + 1) // 2 if causal else n_m)
+
+
+@functools.lru_cache
+def _sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors of the device: asked once, not on every call."""
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _descriptors(q, k, v, o, block_n: int):
     rows, d = q.numel() // q.shape[-1], q.shape[-1]
     qo_layout = _smem_layout(WG_M, d, q.dtype)
@@ -484,11 +612,13 @@ def _descriptors(q, k, v, o, block_n: int):
 
 
 def attention_hopper_forward(q, k, v, causal: bool = False,
-                             sm_scale: float | None = None,
+                             sm_scale: float | None = None, *,
+                             programs: int | None = None,
                              ) -> tuple[torch.Tensor, torch.Tensor]:
     """(o, lse): o like q (contiguous); lse (B, H, S), fp32, the natural-log
-    log-sum-exp of each query row's scaled scores."""
-    sm_scale = _check_inputs(q, k, v, causal, sm_scale)
+    log-sum-exp of each query row's scaled scores. programs: how many programs
+    walk the work units (None: one per SM)."""
+    sm_scale = _check_inputs(q, k, v, causal, sm_scale, programs)
     B, H, S, D = q.shape
     q, k, v = _tma_operand(q), _tma_operand(k), _tma_operand(v)
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
@@ -497,21 +627,24 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
         return o, lse
     cfg = CONFIGS[D]
     descs = _descriptors(q, k, v, o, cfg["BLOCK_N"])
-    attention_hopper_kernel[(S // BLOCK_M, B * H)](
-        *descs, lse, S, sm_scale * LOG2E, HEAD_D=D, CAUSAL=causal, **cfg,
+    n_units = _units(B * H, S, causal)
+    grid = (min(n_units, programs or _sm_count(q.device)),)  # one per SM by default
+    attention_hopper_kernel[grid](
+        *descs, lse, S, n_units, sm_scale * LOG2E, HEAD_D=D, CAUSAL=causal, **cfg,
         num_warps=4, maxnreg=MAXNREG)
     return o, lse
 
 
-def attention_hopper(q, k, v, causal: bool = False,
-                     sm_scale: float | None = None) -> torch.Tensor:
+def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = None,
+                     *, programs: int | None = None) -> torch.Tensor:
     """softmax(q @ k^T * sm_scale) @ v per (batch, head), forward only.
 
     q, k, v: (B, H, S, D), float16 or bfloat16, D in (64, 128), S a multiple of
-    128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D).
+    128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D);
+    programs: how many programs walk the work units (None: one per SM).
     Needs an sm_90 GPU.
     """
-    return attention_hopper_forward(q, k, v, causal, sm_scale)[0]
+    return attention_hopper_forward(q, k, v, causal, sm_scale, programs=programs)[0]
 # --8<-- [end:launcher]
 
 
@@ -544,7 +677,7 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
     descs = _descriptors(t, t, t, t, cfg["BLOCK_N"])
     names = ("q_desc", "k_desc", "v_desc", "o_desc")
     signature = {n: mangle_type(d) for n, d in zip(names, descs, strict=True)}
-    signature.update(lse_ptr="*fp32", seq_len="i32", qk_scale="fp32")
+    signature.update(lse_ptr="*fp32", seq_len="i32", n_units="i32", qk_scale="fp32")
     constexprs = {**cfg, "HEAD_D": head_dim, "CAUSAL": causal}
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     src = GluonASTSource(attention_hopper_kernel, signature, constexprs=constexprs)

@@ -57,7 +57,6 @@ BAD = [  # (q, k, v, kwargs) builder, error, message
     (lambda: (meta(1, 1, 1, 64),) * 3 + ({},), ValueError, "must be a multiple of 128, got 1"),
     (lambda: (meta(2**10, 2**7, 2**14, 64),) * 3 + ({},), ValueError,
      r"batch x heads x seq = 2147483648 rows: TMA coordinates are int32"),
-    (lambda: (meta(65536, 1, 128, 128),) * 3 + ({},), ValueError, r"batch x heads = 65536: at most 65535"),
     (lambda: (_q(), _q(), _q(), {"causal": 1}), TypeError, "causal must be a bool, got int"),
     (lambda: (_q(), _q(), _q(), {"causal": None}), TypeError, "causal must be a bool, got NoneType"),
     (lambda: (_q(), _q(), _q(), {"sm_scale": "0.1"}), TypeError, "sm_scale must be a float or None, got str"),
@@ -66,6 +65,10 @@ BAD = [  # (q, k, v, kwargs) builder, error, message
     (lambda: (_q(), _q(), _q(), {"sm_scale": -1}), ValueError, "sm_scale must be finite and > 0"),
     (lambda: (_q(), _q(), _q(), {"sm_scale": math.inf}), ValueError, "sm_scale must be finite and > 0"),
     (lambda: (_q(), _q(), _q(), {"sm_scale": math.nan}), ValueError, "sm_scale must be finite and > 0"),
+    (lambda: (_q(), _q(), _q(), {"programs": 2.0}), TypeError, "programs must be an int or None, got float"),
+    (lambda: (_q(), _q(), _q(), {"programs": True}), TypeError, "programs must be an int or None, got bool"),
+    (lambda: (_q(), _q(), _q(), {"programs": 0}), ValueError, r"programs must be in \[1, 2\*\*31\), got 0"),
+    (lambda: (_q(), _q(), _q(), {"programs": 2**31}), ValueError, "programs must be in"),
 ]
 
 
@@ -173,6 +176,31 @@ def test_gpu_matches_reference(dtype, head_dim, causal, seq):
     torch.testing.assert_close(o, o_ref, **tol(dtype))
     torch.testing.assert_close(lse, lse_ref, **tol(dtype))
     torch.testing.assert_close(ex.attention_hopper(q, k, v, causal), o, rtol=0, atol=0)
+
+
+@requires_sm90
+@pytest.mark.parametrize("programs", [1, 7, 132, None])
+@pytest.mark.parametrize("seq", [512, 640])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_gpu_each_program_walks_many_tiles(head_dim, causal, seq, programs):
+    """Fewer programs than work units (4 x 9 heads of 4 or 5 query blocks: 144 or 180 tiles, in
+    72 or 108 causal pairs): each walks several, the ring's slots and the barriers' phases carried
+    from one tile to the next. seq 640 has an odd number of query blocks: the middle one of each
+    causal head is a unit alone. None: one program per SM."""
+    q, k, v = qkv(4, 9, seq, head_dim, torch.bfloat16)
+    o, lse = ex.attention_hopper_forward(q, k, v, causal, programs=programs)
+    o_ref, lse_ref = reference(q, k, v, causal)
+    torch.testing.assert_close(o, o_ref, **tol(torch.bfloat16))
+    torch.testing.assert_close(lse, lse_ref, **tol(torch.bfloat16))
+    torch.testing.assert_close(ex.attention_hopper(q, k, v, causal, programs=programs), o, rtol=0, atol=0)
+
+
+def test_work_units_are_query_blocks_or_causal_pairs():
+    assert ex._units(36, 512, False) == 36 * 4  # one unit per 128-query block
+    assert ex._units(36, 512, True) == 36 * 2  # blocks (3, 0) and (2, 1) of each head
+    assert ex._units(36, 640, True) == 36 * 3  # (4, 0), (3, 1) and the middle block 2 alone
+    assert ex._units(1, 128, True) == 1
 
 
 @requires_sm90

@@ -1,0 +1,111 @@
+"""What new probes of benchmarks/evidence/<page>/ share: their output's layout, its header, ptxas.
+
+A probe already cited is kept as it was (CONTRIBUTING: the code that measured its run), so the
+probes written before this module keep their own copies of these few lines.
+
+* ``write_points``: the JSON layout of every ``benchmarks/evidence/<page>/runNN/*.json`` that
+  ``{{ evidence ... }}`` quotes (``scripts/evidence.py``): the header's keys one per line, then one
+  point per line, so that a diff of two runs reads point by point.
+* ``environment``: the header's common part: the GPU, the versions and the date.
+* ``ptxas_usage``: registers per thread and bytes spilled of a kernel compiled for sm_90, read from
+  ``ptxas -v`` (the ptxas that ships with Triton) on its PTX; no GPU needed.
+* ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
+  reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
+  passes to a point's columns.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+def environment() -> dict:
+    import torch
+    import triton
+
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none (CPU)"
+    return {"gpu": gpu, "torch": torch.__version__, "triton": triton.__version__,
+            "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
+
+
+def write_points(path: Path, header: dict, points: list[dict]) -> None:
+    """``header`` (keys one per line) and ``points`` (one per line) as one JSON object."""
+    lines = ["{"] + [f"  {json.dumps(k)}: {json.dumps(v, default=str)}," for k, v in header.items()]
+    lines.append('  "points": [')
+    lines += [f"    {json.dumps(p, default=str)}" + ("," if i < len(points) - 1 else "")
+              for i, p in enumerate(points)]
+    lines += ["  ]", "}"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def ptxas() -> Path:
+    import triton
+
+    return Path(triton.__file__).parent / "backends/nvidia/bin/ptxas"
+
+
+def ptxas_version() -> str:
+    """The last line of ``ptxas --version`` (its release and build)."""
+    out = subprocess.run([str(ptxas()), "--version"], capture_output=True, text=True, check=True).stdout
+    return out.strip().splitlines()[-1]
+
+
+def ptxas_usage(ptx: str) -> dict:
+    """{"registers", "spill_store_bytes", "spill_load_bytes"} of PTX assembled for sm_90a."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        out = subprocess.run([str(ptxas()), "-v", "--gpu-name=sm_90a", str(src), "-o", str(Path(tmp) / "k.o")],
+                             capture_output=True, text=True, check=True).stderr
+    regs = re.search(r"Used (\d+) registers", out)
+    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out)
+    if regs is None or spills is None:
+        raise ValueError(f"ptxas -v printed no register or spill counts: {out[-300:]!r}")
+    return {"registers": int(regs.group(1)), "spill_store_bytes": int(spills.group(1)),
+            "spill_load_bytes": int(spills.group(2))}
+
+
+def check_against(fns: dict, ref, rtol: float, atol: float) -> dict:
+    """name -> "pass" or "FAIL: <first line>" for each call in ``fns``, against ``ref``."""
+    import torch
+
+    checks = {}
+    for name, fn in fns.items():
+        try:
+            torch.testing.assert_close(fn(), ref, rtol=rtol, atol=atol)
+            checks[name] = "pass"
+        except AssertionError as err:
+            checks[name] = "FAIL: " + str(err).splitlines()[0]
+    return checks
+
+
+def time_interleaved(fns: dict, passes: int, timing) -> dict:
+    """(name, graph) -> the ms of each pass: ``passes`` rounds, each timing every call once with
+    ``timing(fn, graph=False)`` (do_bench) and ``timing(fn, graph=True)`` (CUDA graph), so that a
+    drift of the GPU's clock reaches every candidate alike."""
+    ms = {(n, g): [] for n in fns for g in (False, True)}
+    for _ in range(passes):
+        for name, fn in fns.items():
+            for graph in (False, True):
+                ms[(name, graph)].append(timing(fn, graph))
+    return ms
+
+
+def summarize(runs: list[float], ref_runs: list[float], work: float, key: str,
+              ref: str = "cudnn") -> dict:
+    """One candidate's columns for one timing ``key``: the median ms over passes, work / ms in
+    T per s (``work`` in FLOPs gives TFLOP/s), the spread (max / min - 1) and the median ratio
+    of the reference ``ref``'s ms to the candidate's, pass by pass."""
+    mid = sorted(runs)[len(runs) // 2]
+    ratios = sorted(r / m for r, m in zip(ref_runs, runs, strict=True))
+    return {f"ms_{key}": round(mid, 5), f"tflops_{key}": round(work / mid / 1e9, 1),
+            f"spread_{key}": round(max(runs) / min(runs) - 1, 4),
+            f"ratio_to_{ref}_{key}": round(ratios[len(ratios) // 2], 4)}

@@ -1,0 +1,91 @@
+"""scripts/probe_common.py, the probes' shared helpers: the JSON layout `{{ evidence }}` reads and the
+ptxas reader. No GPU needed (ptxas's output is faked; its real use is in the sm90_registers probes)."""
+
+import json
+import subprocess
+
+import pytest
+
+from scripts import evidence, probe_common
+
+
+def test_write_points_is_one_json_object_with_one_point_per_line(tmp_path):
+    header = {"probe": "x.py", "gpu": "NVIDIA H200", "method": "a, b"}
+    points = [{"candidate": "a b", "ms": 1.5}, {"candidate": "c", "ms": 2.0, "shape": [1, 2]}]
+    path = tmp_path / "run1" / "x.json"
+    probe_common.write_points(path, header, points)
+    text = path.read_text()
+    assert json.loads(text) == {**header, "points": points}
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}" and lines.count('  "points": [') == 1
+    assert [json.loads(line.strip().rstrip(",")) for line in lines if line.startswith("    {")] == points
+
+
+def test_an_empty_point_list_is_still_valid_json(tmp_path):
+    probe_common.write_points(tmp_path / "x.json", {"probe": "x.py"}, [])
+    assert json.loads((tmp_path / "x.json").read_text()) == {"probe": "x.py", "points": []}
+
+
+def test_the_written_file_is_quotable(tmp_path):
+    probe_common.write_points(tmp_path / "page" / "run1" / "x.json", {"probe": "x.py"},
+                              [{"candidate": "a b", "tflops": 512.34}, {"candidate": "c", "tflops": 1.0}])
+    quoted = evidence.quote(tmp_path, "page/run1/x.json", evidence.parse_selector("candidate=a+b"), "tflops",
+                            evidence.parse_format("1f"))
+    assert quoted == "512.3"
+
+
+def test_environment_names_the_gpu_and_versions():
+    env = probe_common.environment()
+    assert set(env) == {"gpu", "torch", "triton", "python", "date"} and env["date"].endswith("+00:00")
+
+
+def _fake_ptxas(stderr):
+    def run(cmd, **kwargs):
+        assert "-v" in cmd and "--gpu-name=sm_90a" in cmd
+        return subprocess.CompletedProcess(cmd, 0, stdout="", stderr=stderr)
+    return run
+
+
+def test_ptxas_usage_reads_registers_and_spills(monkeypatch):
+    out = ("ptxas info    : Function properties for k\n"
+           "    8 bytes stack frame, 84 bytes spill stores, 92 bytes spill loads\n"
+           "ptxas info    : Used 255 registers, used 1 barriers\n")
+    monkeypatch.setattr(probe_common.subprocess, "run", _fake_ptxas(out))
+    assert probe_common.ptxas_usage(".version 8.0") == {
+        "registers": 255, "spill_store_bytes": 84, "spill_load_bytes": 92}
+
+
+def test_ptxas_usage_fails_loudly_on_output_it_cannot_read(monkeypatch):
+    monkeypatch.setattr(probe_common.subprocess, "run", _fake_ptxas("ptxas fatal: something else\n"))
+    with pytest.raises(ValueError, match="ptxas -v printed no register or spill counts"):
+        probe_common.ptxas_usage(".version 8.0")
+
+
+def test_check_against_names_each_failure_and_keeps_going():
+    import torch
+
+    ref = torch.ones(4)
+    checks = probe_common.check_against(
+        {"same": lambda: torch.ones(4), "off": lambda: torch.ones(4) * 2, "close": lambda: ref + 1e-6},
+        ref, rtol=1e-4, atol=1e-4)
+    assert checks["same"] == "pass" and checks["close"] == "pass"
+    assert checks["off"].startswith("FAIL: Tensor-likes are not close!")
+
+
+def test_time_interleaved_times_every_call_both_ways_in_each_pass():
+    order = []
+
+    def timing(fn, graph):
+        order.append((fn(), graph))
+        return 2.0 if graph else 1.0
+    ms = probe_common.time_interleaved({"a": lambda: "a", "b": lambda: "b"}, 3, timing)
+    assert order == [("a", False), ("a", True), ("b", False), ("b", True)] * 3
+    assert ms == {("a", False): [1.0] * 3, ("a", True): [2.0] * 3, ("b", False): [1.0] * 3, ("b", True): [2.0] * 3}
+
+
+def test_summarize_takes_medians_and_the_ratio_pass_by_pass():
+    row = probe_common.summarize([2.0, 4.0, 3.0], [1.0, 4.0, 6.0], 3e9, "cudagraph")
+    # median ms 3.0; 3e9 FLOPs in 3 ms: 1 TFLOP/s; spread 4 / 2 - 1; ratios 0.5, 1.0, 2.0
+    assert row == {"ms_cudagraph": 3.0, "tflops_cudagraph": 1.0, "spread_cudagraph": 1.0,
+                   "ratio_to_cudnn_cudagraph": 1.0}
+    assert "ratio_to_cublas_do_bench" in probe_common.summarize([1.0], [1.0], 1.0, "do_bench", ref="cublas")
