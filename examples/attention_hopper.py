@@ -13,10 +13,8 @@
 #   one-warp **producer** that only issues TMA copies of Q, K and V tiles into
 #   shared memory (K and V through a two-slot ring), and two four-warp
 #   **consumer** warpgroups of 64 query rows each;
-# * mbarriers say when a slot is full (the producer's copies landed) and when
-#   it is empty again (both consumers are done with it); a slot holds the two
-#   operands one step of the loop reads, `K_j` and `V_{j-1}`, so each key
-#   block costs one wait and one release;
+# * mbarriers say when a slot is full (the producer's copy landed) and when it
+#   is empty again (both consumers are done with it);
 # * each consumer computes `S = Q K^T` with an asynchronous `wgmma`, the online
 #   softmax in base 2, and `O += P V` with `P` kept in registers; the `S` of the
 #   next key block is issued before the `P V` of the current one, so the tensor
@@ -178,15 +176,17 @@ def _tile(unit, h, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
         pid_m = n_m - 1 - unit % pairs
         if h == 1:
             pid_m = unit % pairs
-        n_full = pid_m * CTA_M // BLOCK_N  # key blocks left of the diagonal
-        n_blocks = (pid_m + 1) * CTA_M // BLOCK_N  # and those on it
     else:
         head = unit // n_m
         pid_m = unit % n_m
-        n_full = seq_len // BLOCK_N
-        n_blocks = n_full
     start_m = pid_m * CTA_M
     row_kv = head * seq_len  # row of this (batch, head) in (B*H*S, D)
+    if CAUSAL:
+        n_full = start_m // BLOCK_N
+        n_blocks = (start_m + CTA_M) // BLOCK_N
+    else:
+        n_full = seq_len // BLOCK_N
+        n_blocks = n_full
     return row_kv + start_m, row_kv, start_m, n_full, n_blocks
 # --8<-- [end:tile]
 
@@ -194,44 +194,33 @@ def _tile(unit, h, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
 # %% [markdown]
 # ## The producer: TMA copies into the ring
 #
-# One warp. For each tile of its program's units it fills ring entries
-# `0 .. n_blocks`: entry `j` holds `K_j` and `V_{j-1}`, what the consumers'
-# step `j` reads (entry 0 holds `K_0` alone, the last entry the last `V`). Per
-# entry: wait until slot `c % STAGES` is empty (`c` counts the entries over
-# all tiles, so the ring simply goes on from one tile to the next), announce
-# how many bytes will land (one `expect`: the ready barrier counts one
-# arrival), start the copies. After the first K it loads each consumer's 64
-# rows of Q, once the consumer has said (`q_empty`) that it no longer reads
-# the previous tile's. The copy engine signals the "ready" barrier when all
-# the bytes are there. An mbarrier flips its phase each time its count is
-# reached; waiting for phase `p ^ 1` on a fresh barrier returns at once, so
-# the first pass over the ring does not wait.
+# One warp. For each tile of its program's units it walks the key blocks: wait until
+# slot `c % STAGES` is empty (`c` counts the blocks over all tiles, so the
+# ring simply goes on from one tile to the next), announce how many bytes will
+# land (`expect`), start the copy. After the first K it loads each consumer's
+# 64 rows of Q, once the consumer has said (`q_empty`) that it no longer reads
+# the previous tile's. The copy engine signals the "ready" barrier when the
+# bytes are there. An mbarrier flips its phase each time its count is reached;
+# waiting for phase `p ^ 1` on a fresh barrier returns at once, so the first
+# pass over the ring does not wait.
 
 
 # %%
 # --8<-- [start:producer]
 @gluon.jit
 def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
-               kv_ready, kv_empty, row_q, row_kv, n_blocks, c, i,
+               k_ready, k_empty, v_ready, v_empty, row_q, row_kv, n_blocks, c, i,
                BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
-    """Copy one tile: its Q (the program's tile i) and ring entries c, c + 1, ...:
-    entry j holds K_j (j < n_blocks) and V_{j-1} (j > 0). Returns c after the tile."""
+    """Copy one tile: its K and V blocks into the ring from block c on, and its Q
+    (the program's tile i). Returns c after the tile."""
     WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
-    K_BYTES: gl.constexpr = k_desc.block_type.nbytes
-    V_BYTES: gl.constexpr = v_desc.block_type.nbytes
-    for j in range(n_blocks + 1):
+    for j in range(n_blocks):
         slot = c % STAGES
-        ready = kv_ready.index(slot)
-        mbarrier.wait(kv_empty.index(slot), ((c // STAGES) & 1) ^ 1)
-        has_k = j < n_blocks
-        has_v = j > 0
-        mbarrier.expect(ready, K_BYTES + V_BYTES, pred=has_k & has_v)  # one of
-        mbarrier.expect(ready, K_BYTES, pred=j == 0)  # the three: the bytes of
-        mbarrier.expect(ready, V_BYTES, pred=j == n_blocks)  # what lands
-        tma.async_copy_global_to_shared(k_desc, [row_kv + j * BLOCK_N, 0], ready,
-                                        k_bufs.index(slot), pred=has_k)
-        tma.async_copy_global_to_shared(v_desc, [row_kv + (j - 1) * BLOCK_N, 0], ready,
-                                        v_bufs.index(slot), pred=has_v)
+        phase = (c // STAGES) & 1
+        mbarrier.wait(k_empty.index(slot), phase ^ 1)
+        mbarrier.expect(k_ready.index(slot), k_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row_kv + j * BLOCK_N, 0],
+                                        k_ready.index(slot), k_bufs.index(slot))
         if j == 0:  # Q after K_0: K_0 may land in a slot freed before Q's
             for wg in gl.static_range(2):  # one 64-row Q tile per consumer
                 mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
@@ -239,24 +228,28 @@ def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
                 tma.async_copy_global_to_shared(
                     q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(wg),
                     q_smem.index(wg))
+        mbarrier.wait(v_empty.index(slot), phase ^ 1)
+        mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(v_desc, [row_kv + j * BLOCK_N, 0],
+                                        v_ready.index(slot), v_bufs.index(slot))
         c += 1
     return c
 
 
 @gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
-              kv_ready, kv_empty, seq_len, n_units,
+              k_ready, k_empty, v_ready, v_empty, seq_len, n_units,
               BLOCK_N: gl.constexpr, STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]
-    c = 0  # ring entries filled so far, over all tiles: slot c % STAGES
+    c = 0  # key blocks copied so far, over all tiles: slot c % STAGES
     i = 0  # tiles started so far: the phase of the Q barriers
     for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
         for h in range(_unit_tiles(unit, seq_len, CTA_M, CAUSAL)):
             row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len, CTA_M,
                                                              BLOCK_N, CAUSAL)
             c = _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars,
-                           q_empty, kv_ready, kv_empty, row_q, row_kv, n_blocks, c, i,
-                           BLOCK_N, STAGES)
+                           q_empty, k_ready, k_empty, v_ready, v_empty, row_q, row_kv,
+                           n_blocks, c, i, BLOCK_N, STAGES)
             i += 1
 # --8<-- [end:producer]
 
@@ -273,17 +266,14 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # the unscaled scores) and sum `l` are fp32, one value per row (a `SliceLayout`
 # of S's layout).
 #
-# `_step` is one key block `j` of the tile (entry `c` of the ring, counted
-# over the program's tiles as the producer counts). It waits for the entry,
-# issues `S_j = Q K_j^T`, then `O += P_{j-1} V_{j-1}` (the previous block's
-# probabilities, already in registers), and waits for `S_j` alone
-# (`warpgroup_mma_wait(1)`: at most one wgmma still running). The softmax of
-# block `j` then runs while `P V` is still on the tensor cores; only after it
-# does the consumer wait for `P V`, release the slot (one `arrive` per
-# consumer: each empty barrier counts two), and rescale `O` by
-# `alpha = exp2(m_old - m_new)`. Every wait and every release costs the
-# warpgroup a `bar.sync` of its 128 threads, which is why K and V of a step
-# share one entry.
+# `_step` is one key block `j` of the tile (block `c` of the ring, counted
+# over the program's tiles as the producer counts). It issues `S_j = Q K_j^T`,
+# then `O += P_{j-1} V_{j-1}` (the previous block's probabilities, already in
+# registers), and waits for `S_j` alone (`warpgroup_mma_wait(1)`: at most one
+# wgmma still running). The softmax of block `j` then runs while `P V` is still
+# on the tensor cores; only after it does the consumer wait for `P V`, release
+# the slots it read (one `arrive` per consumer: each empty barrier counts two),
+# and rescale `O` by `alpha = exp2(m_old - m_new)`.
 #
 # `P` never goes to shared memory: converted to fp16/bf16 and to the layout of
 # wgmma's A operand (`DotOperandLayout`), it is read from registers.
@@ -319,23 +309,27 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
 
 # --8<-- [start:step]
 @gluon.jit
-def _step(j, c, q, k_bufs, v_bufs, kv_ready, kv_empty, o, p, m_i, l_i, q_row0,
-          qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
-          s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
-    """Key block j of the tile: ring entry c, which holds K_j and V_{j-1}."""
+def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
+          l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
+          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
+          p_layout: gl.constexpr):
+    """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
     slot = c % STAGES
-    mbarrier.wait(kv_ready.index(slot), (c // STAGES) & 1)
+    mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                       is_async=True)  # S_j = Q K_j^T
-    o = warpgroup_mma(p, v_bufs.index(slot), o, is_async=True)  # O += P V, j - 1
+    prev = (c - 1) % STAGES
+    mbarrier.wait(v_ready.index(prev), ((c - 1) // STAGES) & 1)
+    o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
+    mbarrier.arrive(k_empty.index(slot))
     p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK,
                                             BLOCK_N, s_layout)
     p_new = gl.convert_layout(p_new.to(q.dtype), p_layout)
     o, p = warpgroup_mma_wait(0, deps=(o, p))
-    mbarrier.arrive(kv_empty.index(slot))  # K_j and V_{j-1} are read: one release
+    mbarrier.arrive(v_empty.index(prev))
     o = o * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
     return o, p_new, m_i, l_i
 # --8<-- [end:step]
@@ -343,13 +337,13 @@ def _step(j, c, q, k_bufs, v_bufs, kv_ready, kv_empty, o, p, m_i, l_i, q_row0,
 
 # --8<-- [start:consumer]
 @gluon.jit
-def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, kv_ready,
-                 kv_empty, row_q, q_row0, n_full, n_blocks, c, i, qk_scale,
-                 BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                 CAUSAL: gl.constexpr):
+def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_ready,
+                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c, i,
+                 qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+                 STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     """This warpgroup's 64 rows of one tile (rows row_q... of the (B*H*S, D) view,
-    q_row0... of the head): the program's tile i, ring entries c... Returns c after
-    the tile."""
+    q_row0... of the head): the program's tile i, key blocks c... of the ring.
+    Returns c after the tile."""
     ROWS: gl.constexpr = q.type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
@@ -365,30 +359,29 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, kv_re
     # Block 0 by hand: its S and softmax (masked when causal: needed when the
     # tile starts at query 0, harmless otherwise).
     slot = c % STAGES
-    mbarrier.wait(kv_ready.index(slot), (c // STAGES) & 1)  # entry 0: K_0 alone
+    mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
     s = warpgroup_mma(q, k_bufs.index(slot).permute((1, 0)), s, use_acc=False,
                       is_async=True)
     s = warpgroup_mma_wait(0, deps=(s,))
-    mbarrier.arrive(kv_empty.index(slot))
+    mbarrier.arrive(k_empty.index(slot))
     p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
                                         BLOCK_N, s_layout)
     p = gl.convert_layout(p.to(q.dtype), p_layout)
     for j in range(1, n_full):  # key blocks left of the diagonal: no mask
-        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, kv_ready, kv_empty, o, p,
-                               m_i, l_i, q_row0, qk_scale, False, BLOCK_N, STAGES,
-                               s_layout, o_layout, p_layout)
+        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               False, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
     for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
-        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, kv_ready, kv_empty, o, p,
-                               m_i, l_i, q_row0, qk_scale, CAUSAL, BLOCK_N, STAGES,
-                               s_layout, o_layout, p_layout)
-    c += n_blocks  # the pipeline's tail: entry n_blocks, V alone, the last P V
-    slot = c % STAGES
-    mbarrier.wait(kv_ready.index(slot), (c // STAGES) & 1)
-    o = warpgroup_mma(p, v_bufs.index(slot), o, is_async=True)
+        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               CAUSAL, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+    c += n_blocks
+    last = (c - 1) % STAGES  # the pipeline's tail: the last P V
+    mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
+    o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
     o = warpgroup_mma_wait(0, deps=(o, p))[0]
-    mbarrier.arrive(kv_empty.index(slot))
-    c += 1
+    mbarrier.arrive(v_empty.index(last))
     mbarrier.arrive(q_free)  # Q is read no more: the next tile's Q may come
 
     # O / l goes out through shared memory and a TMA store, which runs on while
@@ -406,11 +399,11 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, kv_re
 
 @gluon.jit
 def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-              kv_ready, kv_empty, seq_len, n_units, qk_scale,
+              k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
               WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     ROWS: gl.constexpr = q_smem.type.shape[1]
-    c = 0  # ring entries consumed so far, over all tiles, as the producer counts
+    c = 0  # key blocks consumed so far, over all tiles, as the producer counts
     i = 0  # tiles done so far
     for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
         for h in range(_unit_tiles(unit, seq_len, 2 * ROWS, CAUSAL)):
@@ -418,9 +411,9 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
                                                              2 * ROWS, BLOCK_N, CAUSAL)
             c = _attend_tile(o_desc, lse_ptr, q_smem.index(WG), o_smem.index(WG),
                              q_bars.index(WG), q_empty.index(WG), k_bufs, v_bufs,
-                             kv_ready, kv_empty, row_q + WG * ROWS, start_m + WG * ROWS,
-                             n_full, n_blocks, c, i, qk_scale, BLOCK_N, HEAD_D, STAGES,
-                             CAUSAL)
+                             k_ready, k_empty, v_ready, v_empty, row_q + WG * ROWS,
+                             start_m + WG * ROWS, n_full, n_blocks, c, i, qk_scale,
+                             BLOCK_N, HEAD_D, STAGES, CAUSAL)
             i += 1
     tma.store_wait(0)  # the last tile's O has left shared memory
 # --8<-- [end:consumer]
@@ -455,26 +448,31 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     bar: gl.constexpr = mbarrier.MBarrierLayout()
     q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
     q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
-    kv_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
-    kv_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     for i in gl.static_range(2):
         mbarrier.init(q_bars.index(i), count=1)  # the TMA copy completes it
         mbarrier.init(q_empty.index(i), count=1)  # its consumer is done with Q
     for i in gl.static_range(STAGES):
-        mbarrier.init(kv_ready.index(i), count=1)  # one expect, then the copies
-        mbarrier.init(kv_empty.index(i), count=2)  # one arrive per consumer
+        mbarrier.init(k_ready.index(i), count=1)
+        mbarrier.init(v_ready.index(i), count=1)
+        mbarrier.init(k_empty.index(i), count=2)  # one arrive per consumer
+        mbarrier.init(v_empty.index(i), count=2)
 
     WG0: gl.constexpr = 0
     WG1: gl.constexpr = 1
     gl.warp_specialize([
         (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     kv_ready, kv_empty, seq_len, n_units, qk_scale,
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
                      WG0, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
         (_consumer, (o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     kv_ready, kv_empty, seq_len, n_units, qk_scale,
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, qk_scale,
                      WG1, BLOCK_N, HEAD_D, STAGES, CAUSAL)),
         (_producer, (q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
-                     kv_ready, kv_empty, seq_len, n_units, BLOCK_N, STAGES, CAUSAL)),
+                     k_ready, k_empty, v_ready, v_empty, seq_len, n_units, BLOCK_N,
+                     STAGES, CAUSAL)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 # --8<-- [end:kernel]
 

@@ -1,28 +1,30 @@
 """Probe: one barrier wait and one release per key block in the Gluon attention forward.
 
-Before, ``examples/attention_hopper.py``'s ring had a ready and an empty barrier for K and
-another pair for V: per key block each consumer waited twice and released twice, and the sm_90
-PTX puts a 128-thread ``bar.sync`` before each release and before the first wait. Now entry
-``j`` of a tile's ring holds ``K_j`` and ``V_{j-1}``, the two operands one step reads, under
-one ready and one empty barrier: one wait and one release per block (PTX: two ``bar.sync`` per
-block in the loop instead of three). This probe times both kernels beside SDPA's cuDNN backend
-at every point of the Hopper attention benchmark (``benchmarks/cases/attention_hopper.py``:
-batch 32 x 16 heads).
+``examples/attention_hopper.py``'s ring has a ready and an empty barrier for K and another
+pair for V: per key block each consumer waits twice and releases twice, and the sm_90 PTX puts
+a 128-thread ``bar.sync`` before each release and before the first wait. The candidate (the
+example as of commit ``a1d8ae2``) puts ``K_j`` and ``V_{j-1}``, the two operands one step
+reads, in one ring entry under one ready and one empty barrier: one wait and one release per
+block (PTX: two ``bar.sync`` per block in the loop instead of three). This probe times both
+kernels beside SDPA's cuDNN backend at every point of the Hopper attention benchmark
+(``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads).
 
-The "two barriers" kernel is the example as of commit ``debee3d``, read from a file given with
-``--baseline`` (default ``test-artifacts/attention_hopper_debee3d.py``, written by
-``git show debee3d:examples/attention_hopper.py > FILE``); "one barrier" is the example in
-this tree.
+Both kernels are read from files: "two barriers" from ``--baseline`` (default: the example,
+whose kernel is the one at commit ``debee3d``), "one barrier" from ``--candidate`` (default
+``test-artifacts/attention_hopper_a1d8ae2.py``, written by ``git show
+a1d8ae2:examples/attention_hopper.py > FILE``). Run 47 ran the probe on the a1d8ae2 tree,
+where the two were the other way round: the example held the candidate and the baseline came
+from ``git show debee3d:...``; the kernels timed are the same.
 
-Method: per point, inputs ``torch.randn`` (seeded); each candidate's output is checked against
-cuDNN's (``torch.testing.assert_close``, 2e-2 fp16, 4e-2 bf16) before it is timed; then
-``PASSES`` interleaved passes of ``triton.testing.do_bench`` (warmup 25, rep 100, median) and
-``do_bench_cudagraph`` (rep 20, median); a point keeps the median over passes and the spread
-(max / min - 1). TFLOP/s = 4 * B * H * S^2 * D, half of it when causal; ``ratio_to_cudnn`` =
-cuDNN's time / the candidate's, in the same pass and timing.
+Method: ``run_points`` of ``scripts/probe_common.py`` with ``PASSES`` passes. Inputs are
+seeded ``torch.randn``; both kernels must match cuDNN's output (``assert_close``, 2e-2 fp16,
+4e-2 bf16) before they are timed; each pass times every candidate with ``do_bench`` (warmup 25,
+rep 100, median) and ``do_bench_cudagraph`` (rep 20); a row keeps the median over passes, the
+spread (max / min - 1) and the median of the per-pass ratios cuDNN time / candidate time.
+TFLOP/s counts 4 * B * H * S^2 * D, halved under the causal mask.
 
 Usage (repository root, on an sm_90 GPU): ``python benchmarks/evidence/attention/gluon_one_barrier.py
-[--baseline FILE] --out DIR [--budget S]``; ``--smoke`` (CPU) runs the bookkeeping on fake timings.
+[--baseline FILE] [--candidate FILE] --out DIR [--budget S]``; ``--smoke`` (CPU) runs the bookkeeping on fake timings.
 """
 
 from __future__ import annotations
@@ -57,11 +59,18 @@ def load(path: Path, name: str):
     return module
 
 
+def rel(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--baseline", type=Path, help="the example before the change",
-                    default=ROOT / "test-artifacts" / "attention_hopper_debee3d.py")
+    ap.add_argument("--baseline", type=Path, help="the two-barrier kernel's file",
+                    default=ROOT / "examples" / "attention_hopper.py")
+    ap.add_argument("--candidate", type=Path, help="the one-barrier kernel's file",
+                    default=ROOT / "test-artifacts" / "attention_hopper_a1d8ae2.py")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--budget", type=float, default=300.0,
                     help="seconds: no new point starts after them (the rest are listed as skipped)")
@@ -74,11 +83,11 @@ def main() -> None:
         def timing(fn, graph):
             return 1.0 + 0.1 * graph
     else:
-        import attention_hopper as new
         from triton.testing import do_bench, do_bench_cudagraph
 
         from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
         old = load(args.baseline, "attention_hopper_two_barriers")
+        new = load(args.candidate, "attention_hopper_one_barrier")
         device = torch.device("cuda")
 
         def timing(fn, graph):
@@ -103,8 +112,8 @@ def main() -> None:
 
     rows, skipped = run_points(points(), setup, PASSES, timing, args.budget, "sdpa-cudnn")
     header = {"probe": "benchmarks/evidence/attention/gluon_one_barrier.py",
-              "kernels": "examples/attention_hopper.py (one barrier); the same file at debee3d "
-                         "(two barriers)", **environment(),
+              "kernels": f"two barriers: {rel(args.baseline)}; one barrier: {rel(args.candidate)}",
+              **environment(),
               "method": __doc__.split("Method: ")[1].split("\n\nUsage")[0].replace("\n", " "),
               "batch": BATCH if not args.smoke else 1, "heads": HEADS if not args.smoke else 1,
               "passes": PASSES, "budget_s": args.budget, "skipped": skipped}
