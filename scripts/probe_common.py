@@ -109,3 +109,36 @@ def summarize(runs: list[float], ref_runs: list[float], work: float, key: str,
     return {f"ms_{key}": round(mid, 5), f"tflops_{key}": round(work / mid / 1e9, 1),
             f"spread_{key}": round(max(runs) / min(runs) - 1, 4),
             f"ratio_to_{ref}_{key}": round(ratios[len(ratios) // 2], 4)}
+
+
+def run_points(points, setup, passes: int, timing, budget_s: float, ref: str,
+               ref_key: str = "cudnn", clock=None) -> tuple[list[dict], list[dict]]:
+    """The loop of a check-then-time probe: (rows, skipped points).
+
+    For each point ``pt``, ``setup(pt)`` returns ``(fns, tol, work)``: name -> call (``ref``
+    among them), the rtol/atol of the check and the point's work (FLOPs or bytes). Every other
+    call is checked against ``ref``'s output, the passing ones and ``ref`` are timed in
+    ``passes`` interleaved passes, and each call gets one row: the point, ``check``, and
+    ``summarize``'s columns for do_bench and CUDA graph. A point not started within
+    ``budget_s`` seconds of the first is skipped (listed, not measured)."""
+    import time
+
+    clock = clock or time.monotonic
+    t0 = clock()
+    rows, skipped = [], []
+    for pt in points:
+        if clock() - t0 > budget_s:
+            skipped.append(pt)
+            continue
+        fns, tol, work = setup(pt)
+        checks = check_against({n: f for n, f in fns.items() if n != ref}, fns[ref](), tol, tol)
+        timed = {n: f for n, f in fns.items() if checks.get(n, "pass") == "pass"}
+        ms = time_interleaved(timed, passes, timing)
+        for name in fns:
+            row = {"candidate": name, **pt, "check": checks.get(name, "reference")}
+            if name in timed:
+                for graph, key in ((False, "do_bench"), (True, "cudagraph")):
+                    row.update(summarize(ms[(name, graph)], ms[(ref, graph)], work, key, ref_key))
+            rows.append(row)
+            print(row, flush=True)
+    return rows, skipped

@@ -89,3 +89,32 @@ def test_summarize_takes_medians_and_the_ratio_pass_by_pass():
     assert row == {"ms_cudagraph": 3.0, "tflops_cudagraph": 1.0, "spread_cudagraph": 1.0,
                    "ratio_to_cudnn_cudagraph": 1.0}
     assert "ratio_to_cublas_do_bench" in probe_common.summarize([1.0], [1.0], 1.0, "do_bench", ref="cublas")
+
+
+def test_run_points_checks_times_and_skips_past_the_budget():
+    import torch
+
+    ticks = iter([0.0, 0.0, 5.0, 20.0])  # start; point 1 at 0 s, point 2 at 5 s, point 3 at 20 s
+    setups = []
+
+    def setup(pt):
+        setups.append(pt["n"])
+        good = torch.ones(pt["n"])
+        return ({"ref": lambda: good, "ok": lambda: good.clone(), "bad": lambda: good * 3},
+                1e-3, 2e9)
+
+    def timing(fn, graph):
+        return 2.0 if graph else 1.0
+    rows, skipped = run_points_with(setup, timing, lambda: next(ticks))
+    assert setups == [1, 2] and skipped == [{"n": 3}]
+    assert [(r["n"], r["candidate"], r["check"][:4]) for r in rows] == [
+        (1, "ref", "refe"), (1, "ok", "pass"), (1, "bad", "FAIL"),
+        (2, "ref", "refe"), (2, "ok", "pass"), (2, "bad", "FAIL")]
+    ok = rows[1]
+    assert ok["ms_do_bench"] == 1.0 and ok["tflops_cudagraph"] == 1.0
+    assert ok["ratio_to_cudnn_do_bench"] == 1.0 and "ms_do_bench" not in rows[2]
+
+
+def run_points_with(setup, timing, clock):
+    return probe_common.run_points([{"n": 1}, {"n": 2}, {"n": 3}], setup, 3, timing,
+                                   budget_s=10.0, ref="ref", clock=clock)
