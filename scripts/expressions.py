@@ -195,6 +195,7 @@ def _targets_quote(values: tuple, specs: dict | None) -> set[str] | None:
 GRAMMAR: tuple[Kind, ...] = (
     _point_kind("value", "the measured metric of one point, e.g. `3,998 GB/s`"),
     _point_kind("ms", "the median time of one point in ms"),
+    _point_kind("us", "the median time of one point in µs, for times well under a millisecond"),
     Kind("bench", "ratio", (PAIR, TIMING),
          lambda p, pair, timing: results.quote_ratio(p.data, *pair, timing),
          "the metric of provider a over that of b at one point, e.g. `1.07×`"),
@@ -241,7 +242,9 @@ GRAMMAR: tuple[Kind, ...] = (
     Kind("examples", None, NO_ARGS, lambda p: p.examples_table(),
          "the map of the stories: each example's notebook, pages, tests, result file and plots"),
     Kind("verified", None, NO_ARGS, lambda p: verified.page_text(),
-         "on which GPU and date the current code last passed every check"),
+         "on which GPU and date the current code last passed every check, with the counts of each run"),
+    Kind("verified_summary", None, NO_ARGS, lambda p: verified.summary_text(),
+         "the same in one sentence: the GPU, the dates, whether the code is still the code that passed"),
     Kind("repo", None, NO_ARGS, lambda p: _repo_url(p),
          "the repository's URL (mkdocs.yml's `repo_url`), for clone commands"),
     Kind("schedule", None, (Arg("<trace>", "a trace of `benchmarks/schedules/<gpu>.json`"),

@@ -394,13 +394,15 @@ def quote_meta(data: Results, example: str, key: str) -> str:
 
 
 def quote_point(data: Results, kind: str, bench: str, x: str, provider: str, timing: str | None = None) -> str:
-    """One point's ``value`` (its metric), ``ms`` (median time), ``pct`` (of the bench's ceiling) or
-    ``spread`` (over the passes); without a timing its do_bench row (or its only row)."""
+    """One point's ``value`` (its metric), ``ms`` or ``us`` (median time), ``pct`` (of the bench's
+    ceiling) or ``spread`` (over the passes); without a timing its do_bench row (or its only row)."""
     row = data.find(bench, x, provider, timing)
     if kind == "value":
         return fmt_value(row["value"], row["metric"])
     if kind == "ms":
         return f"{row['ms_p50']:.4g} ms"
+    if kind == "us":
+        return f"{1000 * row['ms_p50']:.3g} µs"
     if kind == "pct":
         _, ceiling = data.ceiling(bench)
         return f"{100 * row['value'] / ceiling:.0f}%"

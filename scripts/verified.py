@@ -149,6 +149,30 @@ def page_text(directory: Path | None = None, root: Path | None = None) -> str:
     return " ".join(out)
 
 
+def summary_text(directory: Path | None = None, root: Path | None = None) -> str:
+    """What ``{{ verified_summary }}`` renders: one short sentence per record (the GPU, the
+    date of its last run, whether the code is still the code that passed); ``{{ verified }}``
+    has the counts and the changed files."""
+    records = load_records(directory)
+    if not records:
+        return "none recorded yet."
+    def day(run: dict) -> str:
+        return dt.datetime.fromisoformat(run["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d")
+
+    current = file_hashes(root)
+    out = []
+    for record in records.values():
+        last = ([record] + record.get("partial", []))[-1]
+        when = day(record) if last is record else f"{day(record)}, what changed since re-checked on {day(last)}"
+        n = sum(len(v) for v in diff_files(effective_files(record), current).values())
+        if n == 0:
+            out.append(f"every test, page code block and example passed on an {record['gpu']} ({when}).")
+        else:
+            out.append(f"an earlier version passed on an {record['gpu']} ({when}); {_plural(n, 'file')} "
+                       "changed since and have not been checked on that GPU yet.")
+    return " ".join(out)
+
+
 def recorded_output(src: Path, directory: Path | None = None) -> dict | None:
     """{"output", "gpu", "date", "file"} when a GPU run printed `src` as it is now (same sha256), else None."""
     folder = Path(VERIFIED_DIR if directory is None else directory) / OUTPUTS

@@ -56,7 +56,8 @@ def test_errors_name_the_page_the_line_and_the_expression(page, text, words):
 def test_every_kind_is_declared_once_with_its_help():
     names = [(k.top, k.name) for k in expressions.GRAMMAR]
     assert len(names) == len(set(names))
-    assert set(expressions.TOP) == {"bench", "examples", "verified", "schedule", "repo", "evidence", "evidence_ratio"}
+    assert set(expressions.TOP) == {"bench", "examples", "verified", "verified_summary", "schedule", "repo",
+                                    "evidence", "evidence_ratio"}
     assert all(k.help and all(a.help for a in k.args) for k in expressions.GRAMMAR)
 
 
@@ -224,3 +225,10 @@ def test_evidence_reads_the_committed_files_by_default():
     page = expressions.Page("benchmarks/x.md", None)
     quote = "{{ evidence layer-norm/run32/layer_norm_hopper.json header gpu }}"
     assert expressions.render(quote, page) == "NVIDIA H200"
+
+
+def test_us_quotes_the_same_time_as_ms_in_microseconds(page):
+    ms = expressions.render("{{ bench ms vector_add_fp32@16777216:triton }}", page)
+    us = expressions.render("{{ bench us vector_add_fp32@16777216:triton }}", page)
+    assert ms.endswith(" ms") and us.endswith(" µs")
+    assert abs(float(us[:-3]) - 1000 * float(ms[:-3])) <= 0.005 * float(us[:-3])

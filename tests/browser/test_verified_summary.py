@@ -1,0 +1,51 @@
+"""``{{ verified_summary }}``, the home page's one-sentence form of the GPU verification record
+(``scripts/verified.py``); ``{{ verified }}`` keeps the counts of every run. No GPU needed: the
+records are written here."""
+
+import json
+
+from scripts import expressions, verified
+
+
+def _tree(root, text="x = 1\n"):
+    (root / "examples").mkdir(parents=True, exist_ok=True)
+    (root / "examples" / "a.py").write_text(text)
+    return verified.file_hashes(root)
+
+
+def _record(folder, files, *partial_dates, date="2026-12-03T14:38:16+00:00"):
+    folder.mkdir(exist_ok=True)
+    record = {"gpu": "NVIDIA H200", "date": date, "files": files,
+              "partial": [{"date": d, "files": {}, "removed": []} for d in partial_dates]}
+    (folder / "h200.json").write_text(json.dumps(record))
+    return folder
+
+
+def test_current_code_one_run(tmp_path):
+    files = _tree(tmp_path / "repo")
+    text = verified.summary_text(_record(tmp_path / "v", files), tmp_path / "repo")
+    assert text == "every test, page code block and example passed on an NVIDIA H200 (2026-12-03)."
+
+
+def test_current_code_with_later_partial_runs_names_the_last(tmp_path):
+    files = _tree(tmp_path / "repo")
+    folder = _record(tmp_path / "v", files, "2026-12-04T10:00:00+00:00", "2026-12-05T17:25:00+00:00")
+    assert verified.summary_text(folder, tmp_path / "repo").endswith(
+        "(2026-12-03, what changed since re-checked on 2026-12-05).")
+
+
+def test_changed_code_says_it_has_not_been_checked(tmp_path):
+    files = _tree(tmp_path / "repo")
+    _tree(tmp_path / "repo", "x = 2\n")
+    text = verified.summary_text(_record(tmp_path / "v", files), tmp_path / "repo")
+    assert text.startswith("an earlier version passed on an NVIDIA H200 (2026-12-03); 1 file changed since")
+
+
+def test_no_record(tmp_path):
+    (tmp_path / "v").mkdir()
+    assert verified.summary_text(tmp_path / "v", tmp_path) == "none recorded yet."
+
+
+def test_the_expression_is_declared_without_arguments():
+    kind = expressions.OTHERS["verified_summary"]
+    assert kind.args == () and "one sentence" in kind.help
