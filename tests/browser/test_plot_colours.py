@@ -110,13 +110,18 @@ def test_plots_keep_a_readable_size_on_a_phone(base_url, page, site_dir):
     plots_shown = page.evaluate("""[...document.querySelectorAll('img[src*="assets/plots/"]')].map(img => ({
         width: img.getBoundingClientRect().width,
         scrolls: img.parentElement.scrollWidth > img.parentElement.clientWidth,
-        overflow: getComputedStyle(img.parentElement).overflowX}))""")
+        overflow: getComputedStyle(img.parentElement).overflowX,
+        hint: getComputedStyle(img.parentElement, '::after').content}))""")
     assert plots_shown, "no plot on the matmul page"
     for shown in plots_shown:
         assert shown["width"] >= 590 and shown["scrolls"] and shown["overflow"] == "auto", shown
+        assert "swipe for the whole plot" in shown["hint"], shown  # the reader learns it scrolls
     assert page_overflow(page) <= NARROW["width"] + 1
     page.set_viewport_size(DESKTOP)
     page.reload(wait_until="load")
     widths = page.evaluate("""[...document.querySelectorAll('img[src*="assets/plots/"]')].map(
         img => img.getBoundingClientRect().width <= img.parentElement.clientWidth + 1)""")
     assert all(widths), "on a desktop a plot fits its column"
+    hints = page.evaluate("""[...document.querySelectorAll('img[src*="assets/plots/"]')].map(
+        img => getComputedStyle(img.parentElement, '::after').content)""")
+    assert all(h in ("none", "normal", "") for h in hints), hints  # no hint where nothing scrolls
