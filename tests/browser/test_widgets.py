@@ -349,3 +349,18 @@ def test_strides(base_url, page):
     shown = json.loads(root.locator('[data-role="address-list"]').get_attribute("data-addresses"))
     assert shown == [[m * 5 + n * 2 for n in range(3)] for m in range(2)]
 
+
+
+def test_strides_memory_strip_is_drawn_at_phone_width(base_url, page):
+    # on a phone the flat-memory strip is drawn at the width it is shown at (8 cells a row), so
+    # its numbers keep their size instead of shrinking with a 640-px drawing
+    page.set_viewport_size(NARROW)
+    root = open_widget(page, base_url, "strides")
+    set_range(root, "block_m", 3)  # redraw at this width
+    strip = root.locator('svg[aria-label^="Flat memory"]')
+    drawn = float(strip.get_attribute("width"))
+    shown = strip.bounding_box()["width"]
+    assert drawn <= NARROW["width"] and shown >= 0.95 * drawn, (drawn, shown)
+    xs = root.locator('[data-role="addr"] rect').evaluate_all("els => els.slice(0, 9).map(e => +e.getAttribute('y'))")
+    assert len(set(xs[:8])) == 1 and xs[8] > xs[0]  # a new row after 8 cells
+    page.set_viewport_size(DESKTOP)

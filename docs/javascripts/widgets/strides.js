@@ -61,8 +61,11 @@
       }
       for (var i2 = 0; i2 < st.rows; i2++) svg.appendChild(s("text", { x: 4, y: 22 + i2 * cw + 24, class: "tit-label", text: "m=" + i2 }));
       // Flat memory.
-      var perRow = 16, mw = (W - 40) / perRow, mrows = Math.ceil(storage / perRow);
-      var mem = svgRoot(W, mrows * (mw + 2) + 24, "Flat memory: " + storage + " elements, the tile's addresses highlighted");
+      // on a phone the strip is drawn at the width it is shown at, 8 cells a row, so that its
+      // numbers are not scaled down to a few pixels
+      var MW = Math.min(W, Math.max(280, p.figure.clientWidth || W));
+      var perRow = MW < 480 ? 8 : 16, mw = (MW - 40) / perRow, mrows = Math.ceil(storage / perRow);
+      var mem = svgRoot(MW, mrows * (mw + 2) + 24, "Flat memory: " + storage + " elements, the tile's addresses highlighted");
       mem.appendChild(s("text", { x: 0, y: 14, class: "tit-label", text: "flat memory (elements)" }));
       for (var addr = 0; addr < storage; addr++) {
         var hit = touched.has(addr);
