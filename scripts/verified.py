@@ -156,6 +156,7 @@ def summary_text(directory: Path | None = None, root: Path | None = None) -> str
     records = load_records(directory)
     if not records:
         return "none recorded yet."
+
     def day(run: dict) -> str:
         return dt.datetime.fromisoformat(run["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d")
 
@@ -169,7 +170,7 @@ def summary_text(directory: Path | None = None, root: Path | None = None) -> str
             out.append(f"every test, page code block and example passed on an {record['gpu']} ({when}).")
         else:
             out.append(f"an earlier version passed on an {record['gpu']} ({when}); {_plural(n, 'file')} "
-                       "changed since and have not been checked on that GPU yet.")
+                       "changed since, not yet checked on that GPU.")
     return " ".join(out)
 
 
