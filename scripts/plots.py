@@ -78,6 +78,9 @@ def caption(meta: dict, timings=()) -> str:
     if "passes" in meta and timings - {"do_bench", "cudagraph"}:
         names = ", ".join(TIMING_NAMES.get(t, t) for t in sorted(timings))
         how = f"median of {meta['passes']} passes; clocks: {names}"
+    elif "passes" in meta and timings == {"cudagraph"}:
+        how = (f"median of {meta['passes']} interleaved passes of do_bench_cudagraph (CUDA-graph replay, no "
+               "host cost); the do_bench times are in the result file")
     elif "passes" in meta:
         how = (f"median of {meta['passes']} interleaved passes; solid: triton.testing.do_bench (L2 flushed)"
                + ("; dashed: do_bench_cudagraph (CUDA-graph replay, no host cost)" if graph_shown else ""))
@@ -88,13 +91,18 @@ def caption(meta: dict, timings=()) -> str:
 
 def plot_series(rows: list[dict], spec: dict) -> dict[tuple[str, str], list[dict]]:
     """(provider, timing) -> its rows. A provider's CUDA-graph partner of its do_bench series is
-    drawn only where the bench's spec asks for it (``"cudagraph": True``)."""
+    drawn only where the bench's spec asks for it (``"cudagraph": True``); with ``"cudagraph":
+    "only"`` it replaces the do_bench series (a plot with many providers stays readable)."""
     series: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
         series[(r["provider"], r["timing"])].append(r)
     if not spec.get("cudagraph"):
         for provider, timing in list(series):
             if timing == "cudagraph" and (provider, "do_bench") in series:
+                del series[(provider, timing)]
+    elif spec["cudagraph"] == "only":
+        for provider, timing in list(series):
+            if timing == "do_bench" and (provider, "cudagraph") in series:
                 del series[(provider, timing)]
     return series
 

@@ -125,3 +125,24 @@ def test_plots_keep_a_readable_size_on_a_phone(base_url, page, site_dir):
     hints = page.evaluate("""[...document.querySelectorAll('img[src*="assets/plots/"]')].map(
         img => getComputedStyle(img.parentElement, '::after').content)""")
     assert all(h in ("none", "normal", "") for h in hints), hints  # no hint where nothing scrolls
+
+
+def test_a_graph_only_plot_draws_one_solid_line_per_provider():
+    rows = [{"provider": p, "timing": t, "x": "1", "value": 1.0} for p in ("a", "b")
+            for t in ("do_bench", "cudagraph")] + [{"provider": "c", "timing": "do_bench", "x": "1", "value": 1.0}]
+    both = plots.plot_series(rows, {"cudagraph": True})
+    only = plots.plot_series(rows, {"cudagraph": "only"})
+    assert set(both) == {("a", "do_bench"), ("a", "cudagraph"), ("b", "do_bench"), ("b", "cudagraph"),
+                         ("c", "do_bench")}
+    assert set(only) == {("a", "cudagraph"), ("b", "cudagraph"), ("c", "do_bench")}  # c has no graph rows
+    meta = {"gpu": "G", "sm_count": 1, "torch": "t", "triton": "x", "date": "2026-12-03", "passes": 3}
+    text = plots.caption(meta, {"cudagraph"})
+    assert "do_bench_cudagraph" in text and "solid" not in text and "dashed" not in text
+
+
+def test_the_batched_matmul_plot_is_graph_only():
+    data = results.load()
+    spec = data.specs["tile_compute_bmm_fp32"]
+    series = plots.plot_series([r for r in data.rows if r["bench"] == "tile_compute_bmm_fp32"], spec)
+    assert {t for _, t in series} == {"cudagraph"}
+    assert len(series) == len({r["provider"] for r in data.rows if r["bench"] == "tile_compute_bmm_fp32"})
