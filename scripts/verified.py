@@ -91,9 +91,14 @@ def _and(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def _utc(run: dict, fmt: str = "%Y-%m-%d %H:%M UTC") -> str:
+    """A run's (a record's or a partial run's) date in UTC, as ``fmt``."""
+    return dt.datetime.fromisoformat(run["date"]).astimezone(dt.UTC).strftime(fmt)
+
+
 def describe(record: dict) -> str:
     """One sentence (without its subject): where, when and what passed."""
-    when = dt.datetime.fromisoformat(record["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = _utc(record)
     where = (f"an {record['gpu']} (driver {record['driver']}; Python {record['python']}, "
              f"torch {record['torch']}, Triton {record['triton']}) on {when}")
     steps = record["steps"]
@@ -121,7 +126,7 @@ def describe(record: dict) -> str:
 
 def describe_partial(part: dict) -> str:
     """One clause: a partial run (``gpu_check --changed``), what it re-verified and what passed."""
-    when = dt.datetime.fromisoformat(part["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    when = _utc(part)
     changed = part.get("changed", [])
     ran = [f"{s['passed']} {s['kind']} passed, {s['failed']} failed" for s in part["steps"] if s["status"] != "absent"]
     return (f"on {when}, only what {_plural(len(changed), 'changed file')} touch ({', '.join(changed)}), "
@@ -157,14 +162,12 @@ def summary_text(directory: Path | None = None, root: Path | None = None) -> str
     if not records:
         return "none recorded yet."
 
-    def day(run: dict) -> str:
-        return dt.datetime.fromisoformat(run["date"]).astimezone(dt.UTC).strftime("%Y-%m-%d")
-
     current = file_hashes(root)
     out = []
     for record in records.values():
         last = ([record] + record.get("partial", []))[-1]
-        when = day(record) if last is record else f"{day(record)}, what changed since re-checked on {day(last)}"
+        day = _utc(record, "%Y-%m-%d")
+        when = day if last is record else f"{day}, what changed since re-checked on {_utc(last, '%Y-%m-%d')}"
         n = sum(len(v) for v in diff_files(effective_files(record), current).values())
         if n == 0:
             out.append(f"every test, page code block and example passed on an {record['gpu']} ({when}).")
