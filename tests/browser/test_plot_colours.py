@@ -127,7 +127,7 @@ def test_plots_keep_a_readable_size_on_a_phone(base_url, page, site_dir):
     assert all(h in ("none", "normal", "") for h in hints), hints  # no hint where nothing scrolls
 
 
-def test_a_graph_only_plot_draws_one_solid_line_per_provider():
+def test_a_graph_only_plot_keeps_one_series_per_provider_and_a_caption_without_styles():
     rows = [{"provider": p, "timing": t, "x": "1", "value": 1.0} for p in ("a", "b")
             for t in ("do_bench", "cudagraph")] + [{"provider": "c", "timing": "do_bench", "x": "1", "value": 1.0}]
     both = plots.plot_series(rows, {"cudagraph": True})

@@ -361,6 +361,6 @@ def test_strides_memory_strip_is_drawn_at_phone_width(base_url, page):
     drawn = float(strip.get_attribute("width"))
     shown = strip.bounding_box()["width"]
     assert drawn <= NARROW["width"] and shown >= 0.95 * drawn, (drawn, shown)
-    xs = root.locator('[data-role="addr"] rect').evaluate_all("els => els.slice(0, 9).map(e => +e.getAttribute('y'))")
-    assert len(set(xs[:8])) == 1 and xs[8] > xs[0]  # a new row after 8 cells
+    ys = root.locator('[data-role="addr"] rect').evaluate_all("els => els.slice(0, 9).map(e => +e.getAttribute('y'))")
+    assert len(set(ys[:8])) == 1 and ys[8] > ys[0]  # a new row after 8 cells
     page.set_viewport_size(DESKTOP)
