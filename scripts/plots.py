@@ -96,14 +96,13 @@ def plot_series(rows: list[dict], spec: dict) -> dict[tuple[str, str], list[dict
     series: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for r in rows:
         series[(r["provider"], r["timing"])].append(r)
-    if not spec.get("cudagraph"):
-        for provider, timing in list(series):
-            if timing == "cudagraph" and (provider, "do_bench") in series:
-                del series[(provider, timing)]
-    elif spec["cudagraph"] == "only":
-        for provider, timing in list(series):
-            if timing == "do_bench" and (provider, "cudagraph") in series:
-                del series[(provider, timing)]
+    mode = spec.get("cudagraph")
+    if mode and mode != "only":  # both timings drawn
+        return series
+    dropped, partner = ("do_bench", "cudagraph") if mode == "only" else ("cudagraph", "do_bench")
+    for provider, timing in list(series):
+        if timing == dropped and (provider, partner) in series:
+            del series[(provider, timing)]
     return series
 
 
