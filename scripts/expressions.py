@@ -5,6 +5,7 @@
     {{ verified }}                 on which GPU and date the code last passed every check
     {{ schedule TRACE STATISTIC }} a number from a measured schedule (benchmarks/schedules/)
     {{ repo }}                     the repository's URL (mkdocs.yml's ``repo_url``), for clone commands
+    {{ attention_bytes }}          the bytes the naive and the fused attention move (the example computes them)
     {{ evidence FILE SELECTOR FIELD [FORMAT] }}      a number from a probe's committed output
     {{ evidence_ratio FILE SEL_A SEL_B FIELD [FORMAT] }}  one such number over another
 
@@ -88,6 +89,32 @@ def matmul_variation_table(path: Path = MATMUL_VARIATION) -> str:
     return (f"Measured on {probe['gpu']} on {probe['date'][:10]} (torch {probe['torch']}, Triton {probe['triton']}); "
             f"reason 0x4 is the software power cap, 0x0 none.\n\n" + "\n".join(rows)
             + f"\n\nConfigs chosen by five re-tunings: {picks}.\n")
+
+
+ATTENTION_EXAMPLE = ROOT / "examples" / "attention.py"
+
+
+def attention_bytes_table(batch: int = 32, heads: int = 16, head_dim: int = 128,
+                          seqs: tuple[int, ...] = (1024, 4096, 16384)) -> str:
+    """The least bytes the naive and the fused attention forward move, computed by the example's
+    own ``naive_bytes`` and ``fused_bytes`` (fp16), as a sentence and a Markdown table."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_attention_bytes", ATTENTION_EXAMPLE)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+
+    def gb(n: int) -> str:
+        return f"{n / 1e9:.2f} GB" if n < 100e9 else f"{n / 1e9:.0f} GB"
+
+    rows = [f"With batch {batch}, {heads} heads, head dim {head_dim} and fp16:", "",
+            "| seq | scores | softmax | `P @ V` | naive total | fused | ratio |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for seq in seqs:
+        n = ex.naive_bytes(batch, heads, seq, seq, head_dim)
+        f = ex.fused_bytes(batch, heads, seq, seq, head_dim)
+        rows.append(f"| {seq} | {gb(n['scores'])} | {gb(n['softmax'])} | {gb(n['pv'])} "
+                    f"| {gb(n['total'])} | {gb(f)} | {n['total'] / f:.0f}x |")
+    return "\n".join(rows) + "\n"
 
 
 def _reproduction(page: Page) -> str:
@@ -239,6 +266,9 @@ GRAMMAR: tuple[Kind, ...] = (
          "the verdict of the second run on the results shown", whole_site=True),
     Kind("bench", "matmul_variation", NO_ARGS, lambda p: matmul_variation_table(),
          "the matmul variation probe's sustained-load phases and re-tunings"),
+    Kind("attention_bytes", None, NO_ARGS, lambda p: attention_bytes_table(),
+         "the least bytes the naive and the fused attention forward move (the example's `naive_bytes` "
+         "and `fused_bytes`), as a table"),
     Kind("examples", None, NO_ARGS, lambda p: p.examples_table(),
          "the map of the stories: each example's notebook, pages, tests, result file and plots"),
     Kind("verified", None, NO_ARGS, lambda p: verified.page_text(),

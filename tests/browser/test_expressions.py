@@ -232,3 +232,15 @@ def test_us_quotes_the_same_time_as_ms_in_microseconds(page):
     us = expressions.render("{{ bench us vector_add_fp32@16777216:triton }}", page)
     assert ms.endswith(" ms") and us.endswith(" µs")
     assert abs(float(us[:-3]) - 1000 * float(ms[:-3])) <= 0.005 * float(us[:-3])
+
+
+def test_the_attention_byte_table_is_computed_by_the_example(page):
+    out = expressions.render("{{ attention_bytes }}", page)
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ") and "GB" in line]
+    assert [r[0].strip() for r in rows] == ["1024", "4096", "16384"]
+    for r in rows:
+        scores, softmax, pv, total, fused = (float(c.split()[0]) for c in r[1:6])
+        assert total == pytest.approx(scores + softmax + pv, rel=0.01)  # the parts add up
+        assert float(r[6].strip().rstrip("x")) == pytest.approx(total / fused, rel=0.02)
+    ratios = [float(r[6].strip().rstrip("x")) for r in rows]
+    assert ratios == sorted(ratios) and ratios[0] > 1  # the scores grow as seq^2, the rest as seq
