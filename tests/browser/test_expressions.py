@@ -57,7 +57,7 @@ def test_every_kind_is_declared_once_with_its_help():
     names = [(k.top, k.name) for k in expressions.GRAMMAR]
     assert len(names) == len(set(names))
     assert set(expressions.TOP) == {"bench", "examples", "verified", "verified_summary", "schedule", "repo",
-                                    "evidence", "evidence_ratio"}
+                                    "evidence", "evidence_ratio", "attention_bytes"}
     assert all(k.help and all(a.help for a in k.args) for k in expressions.GRAMMAR)
 
 
