@@ -36,6 +36,7 @@ EVIDENCE = ROOT / "benchmarks" / "evidence"
 HEADER = "header"
 SPACE = "+"
 PLUS = "%2B"  # a literal "+" in a selector value (`+` itself stands for a space)
+COMMA = "%2C"  # a literal "," in a selector value (`,` itself separates the pairs)
 # The formats, as the documentation writes them (scripts/expressions.py's help text).
 FORMATS = ("`int` (`3,749`: rounded, thousands separated), `<n>f` (n decimals: `0f` `3749`, `1f` `226.2`), "
            "`<n>x` (a ratio: `3x` `0.925x`), `<n>%` (in percent: `1%` `92.5%`); `<k>*` before one "
@@ -57,7 +58,7 @@ class Selector:
             return self
         mine = dict(self.pairs)
         pairs = tuple((k, mine.pop(k, v)) for k, v in base.pairs) + tuple(mine.items())
-        return Selector(",".join(f"{k}={v.replace('+', PLUS).replace(' ', SPACE)}" for k, v in pairs), pairs)
+        return Selector(",".join(f"{k}={v.replace('+', PLUS).replace(',', COMMA).replace(' ', SPACE)}" for k, v in pairs), pairs)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ def parse_file(word: str) -> str:
 
 
 def parse_selector(word: str) -> Selector:
-    """``key=value,key=value`` (``+`` for a space), or ``header``."""
+    """``key=value,key=value`` (``+`` for a space, ``%2B`` for a plus, ``%2C`` for a comma), or
+    ``header``."""
     if word == HEADER:
         return Selector(word, None)
     pairs = []
@@ -95,7 +97,7 @@ def parse_selector(word: str) -> Selector:
         key, eq, value = item.partition("=")
         if not eq or not key:
             raise ResultError(f"expected a selector key=value,key=value (or {HEADER}), got {word!r}")
-        pairs.append((key.replace(SPACE, " "), value.replace(SPACE, " ").replace(PLUS, "+")))
+        pairs.append((key.replace(SPACE, " "), value.replace(SPACE, " ").replace(PLUS, "+").replace(COMMA, ",")))
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         raise ResultError(f"selector {word!r} names a key twice")

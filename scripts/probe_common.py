@@ -87,14 +87,15 @@ def check_against(fns: dict, ref, rtol: float, atol: float) -> dict:
     return checks
 
 
-def time_interleaved(fns: dict, passes: int, timing) -> dict:
+def time_interleaved(fns: dict, passes: int, timing, graphs=(False, True)) -> dict:
     """(name, graph) -> the ms of each pass: ``passes`` rounds, each timing every call once with
     ``timing(fn, graph=False)`` (do_bench) and ``timing(fn, graph=True)`` (CUDA graph), so that a
-    drift of the GPU's clock reaches every candidate alike."""
-    ms = {(n, g): [] for n in fns for g in (False, True)}
+    drift of the GPU's clock reaches every candidate alike. ``graphs=(False,)``: do_bench only
+    (for calls a CUDA graph cannot capture)."""
+    ms = {(n, g): [] for n in fns for g in graphs}
     for _ in range(passes):
         for name, fn in fns.items():
-            for graph in (False, True):
+            for graph in graphs:
                 ms[(name, graph)].append(timing(fn, graph))
     return ms
 
@@ -112,14 +113,15 @@ def summarize(runs: list[float], ref_runs: list[float], work: float, key: str,
 
 
 def run_points(points, setup, passes: int, timing, budget_s: float, ref: str,
-               ref_key: str = "cudnn", clock=None) -> tuple[list[dict], list[dict]]:
+               ref_key: str = "cudnn", clock=None, graphs=(False, True)) -> tuple[list[dict], list[dict]]:
     """The loop of a check-then-time probe: (rows, skipped points).
 
     For each point ``pt``, ``setup(pt)`` returns ``(fns, tol, work)``: name -> call (``ref``
     among them), the rtol/atol of the check and the point's work (FLOPs or bytes). Every other
     call is checked against ``ref``'s output, the passing ones and ``ref`` are timed in
     ``passes`` interleaved passes, and each call gets one row: the point, ``check``, and
-    ``summarize``'s columns for do_bench and CUDA graph. A point not started within
+    ``summarize``'s columns for do_bench and CUDA graph (``graphs``: as in
+    ``time_interleaved``). A point not started within
     ``budget_s`` seconds of the first is skipped (listed, not measured)."""
     import time
 
@@ -133,12 +135,68 @@ def run_points(points, setup, passes: int, timing, budget_s: float, ref: str,
         fns, tol, work = setup(pt)
         checks = check_against({n: f for n, f in fns.items() if n != ref}, fns[ref](), tol, tol)
         timed = {n: f for n, f in fns.items() if checks.get(n, "pass") == "pass"}
-        ms = time_interleaved(timed, passes, timing)
+        ms = time_interleaved(timed, passes, timing, graphs)
         for name in fns:
             row = {"candidate": name, **pt, "check": checks.get(name, "reference")}
             if name in timed:
-                for graph, key in ((False, "do_bench"), (True, "cudagraph")):
+                for graph, key in ((g, "cudagraph" if g else "do_bench") for g in graphs):
                     row.update(summarize(ms[(name, graph)], ms[(ref, graph)], work, key, ref_key))
             rows.append(row)
             print(row, flush=True)
     return rows, skipped
+
+
+def probe_args(argv=None):
+    """The arguments of a check-then-time probe: ``--out DIR`` (where its JSON goes),
+    ``--smoke`` (the bookkeeping on the CPU with fake timings) and ``--budget S``."""
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--budget", type=float, default=300.0,
+                    help="seconds: no new point starts after them (the rest are listed as skipped)")
+    return ap.parse_args(argv)
+
+
+def timing_method(smoke: bool):
+    """(device, timing) for ``run_points``: on the GPU ``timing(fn, graph)`` is
+    ``do_bench`` (warmup 25, rep 100, median) or ``do_bench_cudagraph`` (rep 20); with
+    ``smoke``, the CPU and fixed fake times (1.0 and 1.1 ms)."""
+    import torch
+
+    if smoke:
+        return torch.device("cpu"), lambda fn, graph: 1.0 + 0.1 * graph
+    from triton.testing import do_bench, do_bench_cudagraph
+
+    def timing(fn, graph):
+        return do_bench_cudagraph(fn, rep=20) if graph else do_bench(
+            fn, warmup=25, rep=100, return_mode="median")
+    return torch.device("cuda"), timing
+
+
+RUN_POINTS_METHOD = (
+    "run_points and timing_method of scripts/probe_common.py: per point, every candidate is "
+    "checked against the reference's output (torch.testing.assert_close) before it is timed; "
+    "then interleaved passes, each timing every candidate with triton.testing.do_bench (warmup "
+    "25, rep 100, median) and, unless the probe says it times with do_bench only, "
+    "do_bench_cudagraph (rep 20); a row keeps the median over passes, "
+    "the spread (max / min - 1) and the median of the per-pass ratios reference time / "
+    "candidate time.")
+
+
+def probe_header(probe: str, method: str, **extra) -> dict:
+    """A probe JSON's header: its path, the environment, ``RUN_POINTS_METHOD`` followed by
+    the probe's own ``method`` (inputs, tolerances, work) and ``extra``."""
+    return {"probe": probe, **environment(), "method": f"{RUN_POINTS_METHOD} {method}", **extra}
+
+
+def attention_inputs(pt: dict, batch: int, heads: int, device, smoke: bool = False):
+    """Seeded q, k, v for an attention point (its ``dtype`` "fp16"/"bf16", ``head_dim`` and
+    ``seq``), (batch, heads, seq, head_dim); for a smoke run (1, 1, 128, head_dim)."""
+    import torch
+
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[pt["dtype"]]
+    shape = (1, 1, 128, pt["head_dim"]) if smoke else (batch, heads, pt["seq"], pt["head_dim"])
+    gen = torch.Generator(device=device).manual_seed(pt["seq"])
+    return tuple(torch.randn(shape, device=device, dtype=dt, generator=gen) for _ in range(3))

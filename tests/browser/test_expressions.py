@@ -162,10 +162,15 @@ def test_evidence_plus_sign_and_header_only_files(tmp_path):
     # file without a `points` list is quoted through `header`, and a point selector on it fails
     (tmp_path / "made-up").mkdir()
     (tmp_path / "made-up" / "p.json").write_text(json.dumps({
-        "points": [{"candidate": "ptr a + dq b", "ms": 2.5}, {"candidate": "ptr a", "ms": 9.0}]}))
+        "points": [{"candidate": "ptr a + dq b", "ms": 2.5}, {"candidate": "ptr a", "ms": 9.0},
+                   {"candidate": "add dQ, 64x64", "ms": 4.0}]}))
     (tmp_path / "made-up" / "h.json").write_text(json.dumps({"rows": {"plain (a + b) // b": {"us": 0.14}}}))
     page = expressions.Page("benchmarks/x.md", None, evidence_dir=tmp_path)
     assert expressions.render("{{ evidence made-up/p.json candidate=ptr+a+%2B+dq+b ms 1f }}", page) == "2.5"
+    # `%2C` is a literal "," (a bare one separates the pairs), in a ratio's inherited keys too
+    assert expressions.render("{{ evidence made-up/p.json candidate=add+dQ%2C+64x64 ms 1f }}", page) == "4.0"
+    assert expressions.render("{{ evidence_ratio made-up/p.json candidate=add+dQ%2C+64x64 candidate=ptr+a ms 2x }}",
+                              page) == "0.44x"
     assert expressions.render("{{ evidence made-up/h.json header rows.plain+(a+%2B+b)+//+b.us 2f }}",
                               page) == "0.14"
     with pytest.raises(expressions.ExpressionError, match="no 'points' list; quote its top level"):

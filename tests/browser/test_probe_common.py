@@ -83,6 +83,13 @@ def test_time_interleaved_times_every_call_both_ways_in_each_pass():
     assert ms == {("a", False): [1.0] * 3, ("a", True): [2.0] * 3, ("b", False): [1.0] * 3, ("b", True): [2.0] * 3}
 
 
+def test_time_interleaved_can_leave_out_the_graph():
+    calls = []
+    ms = probe_common.time_interleaved({"a": lambda: "a"}, 2, lambda fn, graph: calls.append(graph) or 1.0,
+                                       graphs=(False,))
+    assert calls == [False, False] and ms == {("a", False): [1.0, 1.0]}
+
+
 def test_summarize_takes_medians_and_the_ratio_pass_by_pass():
     row = probe_common.summarize([2.0, 4.0, 3.0], [1.0, 4.0, 6.0], 3e9, "cudagraph")
     # median ms 3.0; 3e9 FLOPs in 3 ms: 1 TFLOP/s; spread 4 / 2 - 1; ratios 0.5, 1.0, 2.0
@@ -115,6 +122,43 @@ def test_run_points_checks_times_and_skips_past_the_budget():
     assert ok["ratio_to_cudnn_do_bench"] == 1.0 and "ms_do_bench" not in rows[2]
 
 
+def test_run_points_without_graphs_has_no_graph_columns():
+    import torch
+
+    def setup(pt):
+        return {"ref": lambda: torch.ones(2), "ok": lambda: torch.ones(2)}, 1e-3, 1e9
+    rows, _ = probe_common.run_points([{"n": 1}], setup, 1, lambda fn, graph: 1.0, 10.0, "ref",
+                                      graphs=(False,))
+    assert rows[1]["ms_do_bench"] == 1.0 and not any("cudagraph" in key for key in rows[1])
+
+
 def run_points_with(setup, timing, clock):
     return probe_common.run_points([{"n": 1}, {"n": 2}, {"n": 3}], setup, 3, timing,
                                    budget_s=10.0, ref="ref", clock=clock)
+
+
+def test_probe_args_and_the_smoke_timing(tmp_path):
+    args = probe_common.probe_args(["--out", str(tmp_path), "--smoke"])
+    assert args.out == tmp_path and args.smoke and args.budget == 300.0
+    device, timing = probe_common.timing_method(smoke=True)
+    assert device.type == "cpu" and (timing(None, False), timing(None, True)) == (1.0, 1.1)
+    with pytest.raises(SystemExit):  # --out is required
+        probe_common.probe_args(["--smoke"])
+
+
+def test_probe_header_puts_the_shared_method_first():
+    header = probe_common.probe_header("p.py", "Inputs: seeded.", passes=3)
+    assert header["probe"] == "p.py" and header["passes"] == 3 and "gpu" in header
+    assert header["method"] == probe_common.RUN_POINTS_METHOD + " Inputs: seeded."
+
+
+def test_attention_inputs_are_seeded_by_the_point():
+    import torch
+
+    pt = {"dtype": "bf16", "head_dim": 64, "seq": 256}
+    q, k, v = probe_common.attention_inputs(pt, 2, 3, torch.device("cpu"))
+    assert q.shape == (2, 3, 256, 64) and q.dtype == torch.bfloat16
+    assert not torch.equal(q, k)
+    assert torch.equal(probe_common.attention_inputs(pt, 2, 3, torch.device("cpu"))[2], v)
+    (small, *_) = probe_common.attention_inputs({**pt, "dtype": "fp16"}, 2, 3, "cpu", smoke=True)
+    assert small.shape == (1, 1, 128, 64) and small.dtype == torch.float16
