@@ -58,7 +58,8 @@ class Selector:
             return self
         mine = dict(self.pairs)
         pairs = tuple((k, mine.pop(k, v)) for k, v in base.pairs) + tuple(mine.items())
-        return Selector(",".join(f"{k}={v.replace('+', PLUS).replace(',', COMMA).replace(' ', SPACE)}" for k, v in pairs), pairs)
+        words = (f"{k}={v.replace('+', PLUS).replace(',', COMMA).replace(' ', SPACE)}" for k, v in pairs)
+        return Selector(",".join(words), pairs)
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,8 @@ EVIDENCE_FILE = Arg("<file>", "a probe's JSON output, relative to `benchmarks/ev
                     "(`layer-norm/run32/layer_norm_hopper.json`): a header and a `points` list", evidence.parse_file)
 SELECTOR_HELP = ("`key=value,key=value` compared with each point's fields as text (`N=16384`; `true`, `false`; "
                  "a list's items joined with `x`: `shape=1024x1024x1024`), `+` for a space (`name=row+w8`), "
-                 "`%2B` for a plus sign, `%2C` for a comma; it must match exactly one point. `header`: the file's top level")
+                 "`%2B` for a plus sign, `%2C` for a comma; it must match exactly one point. "
+                 "`header`: the file's top level")
 SELECTOR = Arg("<selector>", "one point of that file: " + SELECTOR_HELP, evidence.parse_selector)
 SELECTOR_A = Arg("<selector a>", "the point on top of the ratio (as `<selector>`)", evidence.parse_selector)
 SELECTOR_B = Arg("<selector b>", "the point below it; the keys it leaves out are those of `<selector a>` "
