@@ -167,7 +167,7 @@ def test_evidence_plus_sign_and_header_only_files(tmp_path):
     (tmp_path / "made-up" / "h.json").write_text(json.dumps({"rows": {"plain (a + b) // b": {"us": 0.14}}}))
     page = expressions.Page("benchmarks/x.md", None, evidence_dir=tmp_path)
     assert expressions.render("{{ evidence made-up/p.json candidate=ptr+a+%2B+dq+b ms 1f }}", page) == "2.5"
-    # `%2C` is a literal "," (a bare one separates the pairs), in a ratio's inherited keys too
+    # `%2C` is a literal "," (a bare one separates the pairs), in a ratio's first point too
     assert expressions.render("{{ evidence made-up/p.json candidate=add+dQ%2C+64x64 ms 1f }}", page) == "4.0"
     assert expressions.render("{{ evidence_ratio made-up/p.json candidate=add+dQ%2C+64x64 candidate=ptr+a ms 2x }}",
                               page) == "0.44x"
