@@ -573,14 +573,10 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     budget = Budget(args.budget)
     if args.outputs_from is not None:
-        records = sorted(VERIFIED_DIR.glob("*.json"))
-        if len(records) != 1:
-            print(f"gpu_check: --outputs-from needs exactly one record in {VERIFIED_DIR}, found {len(records)}",
-                  file=sys.stderr)
-            return 2
-        try:
-            print(f"wrote {outputs_from_logs(args.outputs_from, records[0])}")
-        except (OSError, ValueError) as err:
+        try:  # the record of the GPU the logs name
+            slug = json.loads((args.outputs_from / "summary.json").read_text())["info"]["gpu_slug"]
+            print(f"wrote {outputs_from_logs(args.outputs_from, VERIFIED_DIR / f'{slug}.json')}")
+        except (OSError, ValueError, KeyError) as err:
             print(f"gpu_check: {err}", file=sys.stderr)
             return 2
         return 0
