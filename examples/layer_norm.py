@@ -338,12 +338,12 @@ def layer_norm_dwdb_kernel(
 # `(dx, dweight, dbias)`. Called eagerly, they launch the kernels directly. The
 # `triton_op` below calls them with `wrap=True`: then each launch goes through
 # `wrap_triton`, so `torch.compile` and fake tensors see the kernel. Only there:
-# an eager `wrap_triton` launch was measured at about 145 us of host time on the
-# H200, a direct one at 15 us.
+# called eagerly outside an operator, `wrap_triton` costs several times a direct
+# launch's host time (the Launch overhead page measures both).
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-limits]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_N = 32768  # (1)!
 INT32_MAX = 2**31 - 1  # the most programs along grid axis 0
@@ -427,8 +427,10 @@ def _num_groups(n_rows: int, block_n: int, device: torch.device,
         raise ValueError("num_groups must be a positive int (programs of stage 1), "
                          f"got {num_groups!r}")
     return torch.sym_min(num_groups, n_rows)  # a group with no rows would add zeros
+# --8<-- [end:launcher-limits]
 
 
+# --8<-- [start:launcher-launch]
 def _launcher(kernel, wrap: bool):
     """kernel[grid](...) eagerly; wrap_triton(kernel)[grid](...) in a triton_op."""
     return wrap_triton(kernel) if wrap else kernel
@@ -439,8 +441,10 @@ def _launch(kernel, grid, args: tuple, constexprs: dict, num_warps: int,
     """kernel[grid](*args, **constexprs, num_warps=num_warps), through wrap_triton
     when wrap (inside a triton_op)."""
     _launcher(kernel, wrap)[grid](*args, **constexprs, num_warps=num_warps)
+# --8<-- [end:launcher-launch]
 
 
+# --8<-- [start:launcher-checks]
 def _check_tensor(name: str, t) -> None:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -491,8 +495,10 @@ def _check_inputs(x, weight, bias, eps) -> None:
     if n > MAX_N:
         raise ValueError(f"x's last dim N = {n} is longer than MAX_N = {MAX_N}, "
                          "the longest row one tile holds")
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher-fwd]
 def layer_norm_fwd(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
                    eps: float = 1e-5, *, wrap: bool = False):
     """(y, mean, rstd): y like x (contiguous), mean and rstd fp32 of shape (M,),
@@ -514,7 +520,7 @@ def _layer_norm_fwd(x, weight, bias, eps, wrap=False):
     if n_rows == 0 or n_cols == 0:  # an empty y (and NaN statistics for N = 0)
         return y, mean.fill_(float("nan")), rstd.fill_(float("nan"))
     block_n = triton.next_power_of_2(n_cols)
-    w, b = weight.contiguous(), bias.contiguous()  # (3)!
+    w, b = weight.contiguous(), bias.contiguous()  # (1)!
     kind, size, warps = FWD_TABLE.get(  # int(): under torch.compile N may be a SymInt
         int(block_n), ("row", block_n, _num_warps(block_n)))
     if kind == "rows":
@@ -526,8 +532,10 @@ def _layer_norm_fwd(x, weight, bias, eps, wrap=False):
                 (x2, y, w, b, mean, rstd, n_cols, x2.stride(0), n_cols, float(eps)),
                 {"BLOCK_N": block_n}, warps, wrap)
     return y, mean, rstd
+# --8<-- [end:launcher-fwd]
 
 
+# --8<-- [start:launcher-bwd-checks]
 def _check_bwd_inputs(dy, x, weight, mean, rstd) -> tuple[torch.Tensor, torch.Tensor]:
     """(x, dy) as [M, N] row views, once every argument of layer_norm_bwd is checked."""
     for name, t in (("dy", dy), ("x", x), ("weight", weight)):
@@ -550,8 +558,10 @@ def _check_bwd_inputs(dy, x, weight, mean, rstd) -> tuple[torch.Tensor, torch.Te
     if n_rows and n_cols > MAX_N:  # an empty x has zero sums, whatever its N
         raise ValueError(f"x's last dim N = {n_cols} is longer than MAX_N = {MAX_N}")
     return x2, dy2
+# --8<-- [end:launcher-bwd-checks]
 
 
+# --8<-- [start:launcher]
 def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
                    mean: torch.Tensor, rstd: torch.Tensor,
                    num_groups: int | None = None, *, wrap: bool = False):
@@ -564,7 +574,7 @@ def layer_norm_bwd(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor,
         return dx, torch.zeros_like(weight), torch.zeros_like(weight)
     block_n = triton.next_power_of_2(n_cols)
     groups = _num_groups(n_rows, block_n, x.device, num_groups)  # SymInt if dynamic
-    dw_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)  # (4)!
+    dw_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)  # (2)!
     db_part = torch.empty(groups, n_cols, device=x.device, dtype=torch.float32)
     long, warps, _, stages = _bwd_plan(block_n)
     args = (dy2, x2, weight.contiguous(), mean, rstd, dx, dw_part, db_part,

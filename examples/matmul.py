@@ -136,8 +136,8 @@ def matmul_configs() -> list[triton.Config]:
 
 def autotune_timer(kernel_call, quantiles):
     """Time each config in a CUDA graph: at 1024^3 a launch outlasts the kernel."""
-    torch.cuda.synchronize()  # (3)!
-    return triton.testing.do_bench_cudagraph(  # (2)!
+    torch.cuda.synchronize()  # (2)!
+    return triton.testing.do_bench_cudagraph(  # (3)!
         kernel_call, rep=20, quantiles=quantiles)
 
 
@@ -227,7 +227,7 @@ matmul_tma_kernel_tuned_fp32 = _tma_tuned(torch.float32)
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 import functools
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -282,8 +282,10 @@ def tma_compatible(*tensors: torch.Tensor) -> bool:
 def _has_tma(device: torch.device) -> bool:
     """Hopper (compute capability 9) and newer copy tiles with TMA (asked per call)."""
     return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher]
 def _use_tma(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> bool:
     """kernel="auto": descriptors where they win on the H200, pointers elsewhere."""
     half = a.dtype in (torch.float16, torch.bfloat16)

@@ -273,7 +273,7 @@ def softmax_split_kernel(
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 VARIANTS = ("row", "multirow", "online")  # each runs on a GPU and in the interpreter
 GPU_VARIANTS = ("split",)  # programs wait for each other: a GPU only
@@ -351,8 +351,10 @@ def _split_chunks(n_cols: int, block_n: int, sm_count: int) -> int:
 def _split_warps(n_chunks: int) -> int:
     """Warps per split program: fewer for rows of few chunks (measured on the H200)."""
     return SPLIT_WARPS[0] if n_chunks <= SPLIT_FEW_CHUNKS else SPLIT_WARPS[1]
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher-pick]
 def pick_variant(n_cols: int, sm_count: int | None = None) -> str:
     """The step for rows of n_cols; on a GPU (sm_count given) long rows may be split."""
     block_n = triton.next_power_of_2(n_cols)
@@ -363,8 +365,10 @@ def pick_variant(n_cols: int, sm_count: int | None = None) -> str:
     if sm_count is not None and triton.cdiv(n_cols, SPLIT_BLOCK) <= sm_count:
         return "split"
     return "online"
+# --8<-- [end:launcher-pick]
 
 
+# --8<-- [start:launcher-config]
 def _check_config(variant, on_gpu: bool, config: dict) -> None:
     if variant not in VARIANTS + GPU_VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS + GPU_VARIANTS} or None, "
@@ -377,8 +381,10 @@ def _check_config(variant, on_gpu: bool, config: dict) -> None:
         if v is not None and (v < 1 or v & (v - 1)):
             raise ValueError(f"{name} must be a positive power of two (a tile "
                              f"dimension), got {v}")
+# --8<-- [end:launcher-config]
 
 
+# --8<-- [start:launcher]
 def softmax(x: torch.Tensor, variant: str | None = None, **config) -> torch.Tensor:
     """Softmax over the last dim of a 2-D tensor, computed in fp32.
 

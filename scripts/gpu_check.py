@@ -98,11 +98,20 @@ def readme_block(records: dict[str, dict]) -> str:
                 "verification record. Run `python -m scripts.gpu_check` on a CUDA machine and commit "
                 "`benchmarks/verified/<gpu>.json`.")
     else:
+        newest_first = sorted(records.items(), key=lambda item: _last_run(item[1]), reverse=True)
         body = "\n\n".join(
-            f"**Last passed on a GPU:** {describe(record)}. Record: [`{path}`]({path}), written by "
-            "`scripts/gpu_check.py`; `make test` fails when an example or test file differs from it."
-            for path, record in records.items())
+            f"**{'Last passed' if i == 0 else 'Before that, passed'} on a GPU:** {describe(record)}. "
+            f"Record: [`{path}`]({path}), written by `scripts/gpu_check.py`"
+            for i, (path, record) in enumerate(newest_first))
+        body += (".\n\n`make test` fails when the example and test files are not the ones that last passed "
+                 + ("on that GPU." if len(records) == 1 else "on one of these GPUs (the home page says which)."))
     return f"{README_START}\n{body}\n{README_END}"
+
+
+def _last_run(record: dict) -> str:
+    """The date (ISO, UTC) of a record's last run, full or partial."""
+    return max(dt.datetime.fromisoformat(run["date"]).astimezone(dt.UTC).isoformat()
+               for run in [record, *record.get("partial", [])])
 
 
 def _block_span(text: str) -> tuple[int, int]:
@@ -573,14 +582,10 @@ def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     budget = Budget(args.budget)
     if args.outputs_from is not None:
-        records = sorted(VERIFIED_DIR.glob("*.json"))
-        if len(records) != 1:
-            print(f"gpu_check: --outputs-from needs exactly one record in {VERIFIED_DIR}, found {len(records)}",
-                  file=sys.stderr)
-            return 2
-        try:
-            print(f"wrote {outputs_from_logs(args.outputs_from, records[0])}")
-        except (OSError, ValueError) as err:
+        try:  # the record of the GPU the logs name
+            slug = json.loads((args.outputs_from / "summary.json").read_text())["info"]["gpu_slug"]
+            print(f"wrote {outputs_from_logs(args.outputs_from, VERIFIED_DIR / f'{slug}.json')}")
+        except (OSError, ValueError, KeyError) as err:
             print(f"gpu_check: {err}", file=sys.stderr)
             return 2
         return 0

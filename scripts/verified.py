@@ -133,6 +133,18 @@ def describe_partial(part: dict) -> str:
             f"re-verified: " + ("; ".join(ran) or "nothing to run"))
 
 
+def _sentences(parts: list[str]) -> str:
+    """Sentences that each start lower-case (the first follows a label): the later ones capitalized."""
+    return " ".join([parts[0], *(p[:1].upper() + p[1:] for p in parts[1:])])
+
+
+def _current_first(records: dict[str, dict], current: dict[str, str]) -> list[tuple[str, dict, dict]]:
+    """(path, record, diff against the current files) for every record: those the current code
+    still matches first, each group in file order."""
+    rows = [(path, record, diff_files(effective_files(record), current)) for path, record in records.items()]
+    return sorted(rows, key=lambda row: any(row[2].values()))
+
+
 def page_text(directory: Path | None = None, root: Path | None = None) -> str:
     """What ``{{ verified }}`` renders: one paragraph per record, saying whether the
     files it covers are still the ones that passed."""
@@ -142,8 +154,7 @@ def page_text(directory: Path | None = None, root: Path | None = None) -> str:
                 "show for it (`scripts/gpu_check.py` writes one).")
     current = file_hashes(root)
     out = []
-    for path, record in records.items():
-        diff = diff_files(effective_files(record), current)
+    for path, record, diff in _current_first(records, current):
         n = sum(len(v) for v in diff.values())
         if n == 0:
             out.append(f"the current code passed on {describe(record)} (record: `{path}`).")
@@ -151,7 +162,7 @@ def page_text(directory: Path | None = None, root: Path | None = None) -> str:
             out.append(f"an earlier version of the code passed on {describe(record)} (record: `{path}`); "
                        f"{_plural(n, 'file')} changed since ({describe_diff(diff)}), so the current "
                        "code has not been checked on that GPU yet.")
-    return " ".join(out)
+    return _sentences(out)
 
 
 def summary_text(directory: Path | None = None, root: Path | None = None) -> str:
@@ -164,17 +175,17 @@ def summary_text(directory: Path | None = None, root: Path | None = None) -> str
 
     current = file_hashes(root)
     out = []
-    for record in records.values():
+    for _, record, diff in _current_first(records, current):
         last = ([record] + record.get("partial", []))[-1]
         day = _utc(record, "%Y-%m-%d")
         when = day if last is record else f"{day}, what changed since re-checked on {_utc(last, '%Y-%m-%d')}"
-        n = sum(len(v) for v in diff_files(effective_files(record), current).values())
+        n = sum(len(v) for v in diff.values())
         if n == 0:
             out.append(f"every test, page code block and example passed on an {record['gpu']} ({when}).")
         else:
             out.append(f"an earlier version passed on an {record['gpu']} ({when}); {_plural(n, 'file')} "
                        "changed since, not yet checked on that GPU.")
-    return " ".join(out)
+    return _sentences(out)
 
 
 def recorded_output(src: Path, directory: Path | None = None) -> dict | None:

@@ -38,14 +38,17 @@ def test_a_gpu_record_exists():
 
 @during_check
 def test_files_are_the_ones_that_passed_on_the_gpu():
+    # One record per GPU model. The current code must be the code that last passed on at least one
+    # of them; the site says of every record whether the code is still the code that passed there.
     current = gpu_check.file_hashes()
     stale = []
     for path, record in RECORDS.items():
         diff = gpu_check.diff_files(gpu_check.effective_files(record), current)
         if any(diff.values()):
             stale.append(f"{path} ({record['gpu']}, {record['date']}): {gpu_check.describe_diff(diff)}")
-    assert not stale, ("files differ from the GPU verification record, so this code has not passed on a "
-                       f"GPU: {'; '.join(stale)}. To fix: {gpu_check.RERUN_HINT}")
+    assert not RECORDS or len(stale) < len(RECORDS), (
+        "files differ from every GPU verification record, so this code has not passed on a "
+        f"GPU: {'; '.join(stale)}. To fix: {gpu_check.RERUN_HINT}")
 
 
 def test_records_are_passes():
