@@ -94,7 +94,7 @@ def dropout_mask_kernel(mask_ptr, n_elements, p, seed, start, BLOCK_SIZE: tl.con
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 import struct  # noqa: E402
 
 from torch.library import triton_op, wrap_triton  # noqa: E402  (see "The operator")
@@ -136,8 +136,10 @@ def _fp32(v: float) -> float:
     """v rounded to fp32, as a Python float: the value the kernel sees on every
     backend. Plain Python (no tensor, no .item()): torch.compile traces this."""
     return struct.unpack("f", struct.pack("f", v))[0]
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher]
 def _dropout(x: torch.Tensor, p: float, seed: int, name: str = "x",
              wrap: bool = False) -> torch.Tensor:
     _check_x(x, name)

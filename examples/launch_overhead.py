@@ -97,7 +97,7 @@ def add_scalar_torch(x: torch.Tensor, alpha: float) -> torch.Tensor:
 # %%
 # --8<-- [start:autotuned]
 def autotune_configs():
-    if not torch.cuda.is_available():  # the interpreter runs a single config only
+    if not torch.cuda.is_available():  # the default do_bench needs a GPU: one config
         return [triton.Config({"BLOCK_SIZE": 1024}, num_warps=4)]
     sizes = ((256, 2), (1024, 4), (4096, 8))  # (BLOCK_SIZE, num_warps)
     return [triton.Config({"BLOCK_SIZE": b}, num_warps=w) for b, w in sizes]

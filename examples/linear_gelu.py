@@ -59,8 +59,8 @@ def gelu_tanh(x):
 
 # %% [markdown]
 # On a GPU the same formula can use the hardware's own tanh: `tanh.approx.f32` is one
-# instruction of the special-function unit (relative error about 2^-11, below fp16's
-# rounding step), where `tl.sigmoid` costs an exponential and an IEEE division. The
+# instruction of the special-function unit (relative error about 2^-11, fp16's
+# rounding step), where `tl.sigmoid` costs an exponential and a division. The
 # interpreter cannot run inline PTX, so the launcher asks for it on a GPU only.
 
 
@@ -108,7 +108,7 @@ def linear_gelu_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,  # tile rows per group (L2 reuse)
     W_KMAJOR: tl.constexpr,  # W = weight.t() of an (N, K) weight, as in nn.Linear
-    WARP_SPECIALIZE: tl.constexpr,  # split TMA loads and tensor-core math between warps
+    WARP_SPECIALIZE: tl.constexpr,  # a hint; Triton 3.6 ignores it at 8 warps on sm_90
     FLATTEN: tl.constexpr,  # merge the tile loop and the K loop into one pipelined loop
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two halves: half the shared memory
     PERSISTENT: tl.constexpr,  # read by the launcher's grid only: one program per SM
@@ -293,7 +293,7 @@ def autotune_timer(kernel_call, quantiles):
     do_bench_cudagraph runs its first calls on a new side stream that does not wait for
     the caller's stream: the work the caller has queued must finish first, or those
     calls write the output while queued kernels still use its memory (see the matmul
-    page, note 3 of the autotuning step)."""
+    page, note 2 of the autotuning step)."""
     torch.cuda.synchronize()
     return triton.testing.do_bench_cudagraph(kernel_call, rep=20, quantiles=quantiles)
 
@@ -326,7 +326,7 @@ def tuned_kernel(kind: str, dtype: torch.dtype):
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 KERNELS = ("auto", "descriptor", "pointer")
 MAX_DIM = 2**30  # tile coordinates are int32; offsets switch to int64 when needed
@@ -388,8 +388,10 @@ def needs_int64(*tensors: torch.Tensor) -> bool:
     spans = (sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
              for t in tensors)
     return any(span >= 2**31 for span in spans)
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher]
 def linear_gelu(a: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, *,
                 kernel: str = "auto") -> torch.Tensor:
     """Return gelu_tanh(a @ w + bias) from one fused Triton kernel.

@@ -161,10 +161,10 @@ def matmul_tma_kernel(
     M, N, K,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    WARP_SPECIALIZE: tl.constexpr,  # producer (TMA) and consumer (MMA) warps
+    WARP_SPECIALIZE: tl.constexpr,  # a hint; Triton 3.6 ignores it at 8 warps on sm_90
     FLATTEN: tl.constexpr,  # fuse the tile loop and the K loop into one pipeline
     EPILOGUE_SUBTILE: tl.constexpr,  # store C in two (BLOCK_M, BLOCK_N / 2) halves
-    WARP_SPECIALIZE_K: tl.constexpr = False,  # producer/consumer warps on the K loop
+    WARP_SPECIALIZE_K: tl.constexpr = False,  # the same hint on the K loop
 ):
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0),
@@ -322,7 +322,7 @@ def tuned_kernel(variant: str, dtype: torch.dtype = torch.float16):
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 VARIANTS = ("auto", "tiles", "persistent", "tma")
 MAX_DIM = 2**30  # tile coordinates are int32; element offsets turn int64 when needed
@@ -368,8 +368,10 @@ def tma_compatible(t: torch.Tensor) -> bool:
     return (t.stride(1) == 1 and t.stride(0) >= t.shape[1]
             and (t.stride(0) * size) % 16 == 0
             and t.data_ptr() % 16 == 0 and t.shape[1] * size >= 16)
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher]
 def _pick_variant(variant: str, a, b, c) -> str:
     """Resolve "auto" (tma when a, b and c fit descriptors, else persistent); refuse a
     "tma" that does not fit."""

@@ -122,7 +122,7 @@ def linear_scan_kernel(
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 MAX_ROWS = 2**31 - 1  # one program per row: the most a grid holds along axis 0
 
@@ -157,8 +157,10 @@ def _check_pair(a: torch.Tensor, x: torch.Tensor) -> None:
     if a.device != x.device:
         raise ValueError("a and x must be on the same device, "
                          f"got {a.device} and {x.device}")
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher]
 def _block_n(n_cols: int, block_n: int | None) -> int:
     if block_n is None:
         return min(2048, triton.next_power_of_2(max(n_cols, 16)))

@@ -100,7 +100,7 @@ def matmul_split_k_kernel(
 
 
 # %%
-# --8<-- [start:launcher]
+# --8<-- [start:launcher-checks]
 import functools
 
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -164,8 +164,10 @@ def needs_int64(a, b, grid, block_m: int, block_n: int, block_k: int,
         block_k * max(abs(a.stride(1)), abs(b.stride(0))),  # one step along K
     )
     return largest > INT32_MAX
+# --8<-- [end:launcher-checks]
 
 
+# --8<-- [start:launcher]
 def pick_split_k(m: int, n: int, k: int, sms: int, block_m: int = 64,
                  block_n: int = 128, block_k: int = 64) -> int:
     """Slices of K: up to two programs per SM, each slice at least 8 * block_k long."""
