@@ -166,16 +166,20 @@ def page_text(directory: Path | None = None, root: Path | None = None) -> str:
 
 
 def summary_text(directory: Path | None = None, root: Path | None = None) -> str:
-    """What ``{{ verified_summary }}`` renders: one short sentence per record (the GPU, the
-    date of its last run, whether the code is still the code that passed); ``{{ verified }}``
-    has the counts and the changed files."""
+    """What ``{{ verified_summary }}`` renders: one short sentence per record the current
+    code passed (the GPU, the date of its last run), or, when it passed none, one saying
+    that an earlier version did; ``{{ verified }}`` has every record, its counts and the
+    changed files."""
     records = load_records(directory)
     if not records:
         return "none recorded yet."
 
     current = file_hashes(root)
+    rows = _current_first(records, current)
+    # the records the current code passed; when it passed none, the nearest miss
+    rows = [row for row in rows if not any(row[2].values())] or rows[:1]
     out = []
-    for _, record, diff in _current_first(records, current):
+    for _, record, diff in rows:
         last = ([record] + record.get("partial", []))[-1]
         day = _utc(record, "%Y-%m-%d")
         when = day if last is record else f"{day}, what changed since re-checked on {_utc(last, '%Y-%m-%d')}"

@@ -41,17 +41,19 @@ def test_changed_code_says_it_has_not_been_checked(tmp_path):
     assert text.startswith("an earlier version passed on an NVIDIA H200 (2026-12-03); 1 file changed since")
 
 
-def test_two_gpus_the_one_the_current_code_passed_on_comes_first(tmp_path):
+def test_two_gpus_the_summary_names_the_one_the_current_code_passed_on(tmp_path):
     old = _tree(tmp_path / "repo")
     folder = _record(tmp_path / "v", _tree(tmp_path / "repo", "x = 2\n"), date="2026-12-06T06:08:30+00:00",
                      gpu="NVIDIA H100 80GB HBM3", slug="h100")
     _record(folder, old)
-    first, second = verified.summary_text(folder, tmp_path / "repo").split(". ", 1)
-    assert first == "every test, page code block and example passed on an NVIDIA H100 80GB HBM3 (2026-12-06)"
-    assert second.startswith("An earlier version passed on an NVIDIA H200 (2026-12-03); 1 file changed since")
-    _tree(tmp_path / "repo")  # back to the code the H200 passed: now it comes first
+    assert verified.summary_text(folder, tmp_path / "repo") == (
+        "every test, page code block and example passed on an NVIDIA H100 80GB HBM3 (2026-12-06).")
+    _tree(tmp_path / "repo")  # back to the code the H200 passed
+    assert verified.summary_text(folder, tmp_path / "repo") == (
+        "every test, page code block and example passed on an NVIDIA H200 (2026-12-03).")
+    _tree(tmp_path / "repo", "x = 3\n")  # neither: one record, as an earlier version
     assert verified.summary_text(folder, tmp_path / "repo").startswith(
-        "every test, page code block and example passed on an NVIDIA H200 (2026-12-03). An earlier version")
+        "an earlier version passed on an NVIDIA H")
 
 
 def test_readme_block_puts_the_newest_record_first(tmp_path):
