@@ -54,15 +54,17 @@ def test_query_blocks(impl, device, block_m):
 
 
 def test_scale_and_large_scores(impl, device):
-    """Scores around 100 overflow exp in fp32 unless each row's maximum is subtracted
-    first."""
+    """Scores in the hundreds overflow exp in fp32 unless each row's maximum is
+    subtracted first."""
     q, k, v = qkv((1, 2, 40, 32), device)
-    rtol, atol = TOL[torch.float32]
-    out = impl.attention(q, k, v, sm_scale=3.0)
+    # a GPU's tf32 dot rounds the scores, and the scale multiplies that error by 10
+    rtol, atol = (1e-1, 1e-1) if ON_GPU else TOL[torch.float32]
+    out = impl.attention(q, k, v, sm_scale=10.0)
     assert out.isfinite().all(), (
         "non-finite outputs: subtract the row maximum before exp"
     )
-    assert_close(out, impl.attention_torch(q, k, v, sm_scale=3.0), rtol=rtol, atol=atol)
+    assert_close(out, impl.attention_torch(q, k, v, sm_scale=10.0),
+                 rtol=rtol, atol=atol)
 
 
 def test_strided_inputs(impl, device):
