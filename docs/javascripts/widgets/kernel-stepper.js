@@ -7,8 +7,8 @@
     ["pid", "tl.program_id(0): this program's index in the grid."],
     ["offsets", "offsets: the BLOCK_SIZE indices this program owns."],
     ["mask", "mask: True for lanes inside the vector, False past its end."],
-    ["load_x", "load x at x_ptr + offsets; masked lanes are not read (they read as 0)."],
-    ["load_y", "load y at y_ptr + offsets."],
+    ["load_x", "load x at x_ptr + offsets; masked lanes are not read; with no other= their value is undefined, shown here as ? (the interpreter trace shows 0)."],
+    ["load_y", "load y at y_ptr + offsets; masked lanes are not read and hold undefined values, as for x."],
     ["store", "store x + y at z_ptr + offsets; masked lanes are not written."],
   ];
 
@@ -95,8 +95,8 @@
         if (reached("offsets")) regs.push(["offsets", offsets.map(String)]);
         if (reached("mask")) regs.push(["mask", mask.map(function (m) { return m ? "T" : "F"; })]);
         if (reached("store")) regs.push(["x + y", sz.values.map(function (v, k) { return mask[k] ? String(v) : "–"; })]);
-        else if (reached("load_y")) regs.push(["y", ly.values.map(function (v, k) { return mask[k] ? String(v) : "0"; })]);
-        else if (reached("load_x")) regs.push(["x", lx.values.map(function (v, k) { return mask[k] ? String(v) : "0"; })]);
+        else if (reached("load_y")) regs.push(["y", ly.values.map(function (v, k) { return mask[k] ? String(v) : "?"; })]);
+        else if (reached("load_x")) regs.push(["x", lx.values.map(function (v, k) { return mask[k] ? String(v) : "?"; })]);
         if (!regs.length) svg.appendChild(s("text", { x: 0, y: y0 + 14, class: "tit-label", text: "pid = " + (step >= 0 ? pid : "?") }));
         regs.forEach(function (reg, r) {
           var y = y0 + r * 24;
