@@ -176,7 +176,7 @@ def summary_text(directory: Path | None = None, root: Path | None = None) -> str
 
     current = file_hashes(root)
     rows = _current_first(records, current)
-    # the records the current code passed; when it passed none, the nearest miss
+    # the records the current code passed; when it passed none, the first record
     rows = [row for row in rows if not any(row[2].values())] or rows[:1]
     out = []
     for _, record, diff in rows:
