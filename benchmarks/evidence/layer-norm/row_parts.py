@@ -120,6 +120,16 @@ SETTINGS = {
     16384: [(2, 8, 2, 2), (2, 16, 1, 2), (4, 8, 2, 2), (4, 4, 4, 2), (2, 8, 2, 3)],
 }
 SMOKE_SETTINGS = [(2, 4, 2, 1), (4, 4, 4, 2)]
+# Run 58 (the probe at commit 285aa97) timed SETTINGS alone; with ROW_PARTS_DEEPER=1 (run 59)
+# the deeper pass-1 pipelines below replace them, beside the best of run 58
+DEEPER = {
+    32768: [(2, 16, 1, 3), (2, 16, 1, 4), (2, 16, 1, 5), (2, 16, 1, 6), (4, 8, 2, 4),
+            (4, 8, 2, 5)],
+    16384: [(2, 8, 2, 3), (2, 8, 2, 4), (2, 8, 2, 5), (2, 8, 2, 6), (2, 16, 1, 4),
+            (2, 16, 1, 5)],
+}
+if os.environ.get("ROW_PARTS_DEEPER") == "1":
+    SETTINGS = DEEPER
 
 
 def label(s) -> str:
