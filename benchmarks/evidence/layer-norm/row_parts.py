@@ -130,6 +130,11 @@ DEEPER = {
 }
 if os.environ.get("ROW_PARTS_DEEPER") == "1":
     SETTINGS = DEEPER
+# ROW_PARTS_WIDTHS="20480,24576" (run 60): rows between 16,384 and 32,768 columns (M = 2^26 // N
+# rows), fp16 and bf16, with the two settings closest to the branch's launcher
+WIDTHS = [int(n) for n in os.environ.get("ROW_PARTS_WIDTHS", "").split(",") if n]
+for _n in WIDTHS:
+    SETTINGS[_n] = [(2, 16, 1, 6), (2, 16, 1, 4)]
 
 
 def label(s) -> str:
@@ -152,9 +157,10 @@ def setup(pt: dict, device, smoke: bool):
 def main() -> None:
     args = pc.probe_args()
     device, timing = pc.timing_method(args.smoke)
+    widths = [(n, dt) for n in WIDTHS for dt in ("fp16", "bf16")] or [
+        (32768, "fp16"), (16384, "fp16"), (32768, "bf16"), (16384, "bf16")]
     points = [{"M": 37, "N": 301, "dtype": "fp16"}] if args.smoke else [
-        {"M": 2**26 // n, "N": n, "dtype": dt}
-        for n, dt in ((32768, "fp16"), (16384, "fp16"), (32768, "bf16"), (16384, "bf16"))]
+        {"M": 2**26 // n, "N": n, "dtype": dt} for n, dt in widths]
     copy_gbps = None if args.smoke else sr.copy_ceiling(device)
     rows, skipped = pc.run_points(points, lambda pt: setup(pt, device, args.smoke), passes=3,
                                   timing=timing, budget_s=args.budget, ref="example",
