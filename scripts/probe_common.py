@@ -12,11 +12,15 @@ probes written before this module keep their own copies of these few lines.
 * ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
   reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
   passes to a point's columns.
+* ``profile_missed_with``: the body of a wrapper that adds cases to
+  ``benchmarks/evidence/overview/profile_missed.py`` and stands in for the Python interpreter of
+  ``profile_missed.sh``.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import json
 import platform
 import re
@@ -200,3 +204,20 @@ def attention_inputs(pt: dict, batch: int, heads: int, device, smoke: bool = Fal
     shape = (1, 1, 128, pt["head_dim"]) if smoke else (batch, heads, pt["seq"], pt["head_dim"])
     gen = torch.Generator(device=device).manual_seed(pt["seq"])
     return tuple(torch.randn(shape, device=device, dtype=dt, generator=gen) for _ in range(3))
+
+
+def profile_missed_with(cases, argv=None) -> int:
+    """Run ``profile_missed.py`` (the path in ``argv[0]``) with the cases ``cases(Case)`` added.
+
+    ``profile_missed.sh`` calls ``$PYTHON <probe> ARGS``; a wrapper named as ``PYTHON`` gets the
+    probe's path first, loads it, adds its own cases and hands the rest to the probe's ``main``.
+    """
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    spec = importlib.util.spec_from_file_location("profile_missed", argv[0])
+    probe = importlib.util.module_from_spec(spec)
+    sys.modules["profile_missed"] = probe  # its dataclasses look their module up by name
+    spec.loader.exec_module(probe)
+    probe.CASES.update(cases(probe.Case))
+    return probe.main(argv[1:])

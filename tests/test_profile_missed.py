@@ -156,3 +156,31 @@ def test_command_line():
     assert listed[0].split() == ["ln_bwd_16384", "45"]
     assert subprocess.run([*run, "--help"], capture_output=True, text=True).returncode == 0
     assert subprocess.run([*run, "--list", "no_such_case"], capture_output=True, text=True).returncode == 2
+
+
+
+def test_profile_missed_with_adds_cases_and_runs_the_probes_main(capsys, monkeypatch):
+    from scripts.probe_common import profile_missed_with
+
+    monkeypatch.delitem(sys.modules, "profile_missed", raising=False)
+
+    def cases(Case):
+        return {"extra": Case("layer_norm", "layer_norm_fwd_fp16", "triton", 16384, "a pair", "ours", 7)}
+
+    assert profile_missed_with(cases, [str(PROBE), "--list", "extra", "ln_bwd_16384"]) == 0
+    assert capsys.readouterr().out.split("\n")[:2] == ["extra 7", "ln_bwd_16384 45"]
+
+
+def test_the_matmul_wrapper_names_real_points_and_tuners():
+    wrapper = ROOT / "benchmarks" / "evidence" / "matmul" / "profile_matmul.py"
+    out = subprocess.run([sys.executable, str(wrapper), str(PROBE), "--list"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert {"mm_ragged_tma", "mm_desc_2048", "lg_4096_bf16", "lg_8192x2048"} <= set(out[::2])
+    spec = importlib.util.spec_from_file_location("profile_matmul", wrapper)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # its __main__ block does not run
+    probe = _probe()
+    for name, case in module.cases(probe.Case).items():
+        assert probe.bench_spec(case)["name"] == case.bench, name
+        if case.tuned:  # profile_missed.py finds the tuner in the wrapper, run as __main__
+            assert case.tuned[0] == "__main__" and callable(getattr(module, case.tuned[1]))
