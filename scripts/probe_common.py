@@ -215,9 +215,16 @@ def profile_missed_with(cases, argv=None) -> int:
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
+    if not argv or not argv[0].endswith(".py"):
+        raise SystemExit("usage: PYTHON=<this wrapper> bash benchmarks/evidence/overview/profile_missed.sh"
+                         " CASE ...  (the wrapper's first argument is profile_missed.py)")
     spec = importlib.util.spec_from_file_location("profile_missed", argv[0])
     probe = importlib.util.module_from_spec(spec)
     sys.modules["profile_missed"] = probe  # its dataclasses look their module up by name
     spec.loader.exec_module(probe)
-    probe.CASES.update(cases(probe.Case))
+    extra = cases(probe.Case)
+    taken = sorted(set(extra) & set(probe.CASES))
+    if taken:
+        raise ValueError(f"cases {taken} are profile_missed.py's own: give the new ones other names")
+    probe.CASES.update(extra)
     return probe.main(argv[1:])

@@ -160,9 +160,12 @@ def test_command_line():
 
 
 def test_profile_missed_with_adds_cases_and_runs_the_probes_main(capsys, monkeypatch):
+    import types
+
     from scripts.probe_common import profile_missed_with
 
-    monkeypatch.delitem(sys.modules, "profile_missed", raising=False)
+    # restored (removed) after the test: the helper registers the probe under this name
+    monkeypatch.setitem(sys.modules, "profile_missed", types.ModuleType("placeholder"))
 
     def cases(Case):
         return {"extra": Case("layer_norm", "layer_norm_fwd_fp16", "triton", 16384, "a pair", "ours", 7)}
@@ -170,8 +173,16 @@ def test_profile_missed_with_adds_cases_and_runs_the_probes_main(capsys, monkeyp
     assert profile_missed_with(cases, [str(PROBE), "--list", "extra", "ln_bwd_16384"]) == 0
     assert capsys.readouterr().out.split("\n")[:2] == ["extra 7", "ln_bwd_16384 45"]
 
+    def clash(Case):
+        return {"ln_bwd_16384": Case("layer_norm", "layer_norm_bwd_fp16", "triton", 1, "x", "ours", 1)}
 
-def test_the_matmul_wrapper_names_real_points_and_tuners():
+    with pytest.raises(ValueError, match="ln_bwd_16384"):
+        profile_missed_with(clash, [str(PROBE), "--list"])
+    with pytest.raises(SystemExit, match="usage"):
+        profile_missed_with(cases, [])
+
+
+def test_the_matmul_wrapper_names_real_points_and_records_each_tuners_pick(monkeypatch):
     wrapper = ROOT / "benchmarks" / "evidence" / "matmul" / "profile_matmul.py"
     out = subprocess.run([sys.executable, str(wrapper), str(PROBE), "--list"], check=True,
                          capture_output=True, text=True).stdout.split()
@@ -180,7 +191,11 @@ def test_the_matmul_wrapper_names_real_points_and_tuners():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # its __main__ block does not run
     probe = _probe()
+    # profile_missed.py finds each tuner in the wrapper, which runs as __main__
+    monkeypatch.setitem(sys.modules, "__main__", module)
     for name, case in module.cases(probe.Case).items():
-        assert probe.bench_spec(case)["name"] == case.bench, name
-        if case.tuned:  # profile_missed.py finds the tuner in the wrapper, run as __main__
-            assert case.tuned[0] == "__main__" and callable(getattr(module, case.tuned[1]))
+        probe.bench_spec(case)  # raises unless the point is one of the bench's
+        if case.role == "ours":  # every Triton kernel here is autotuned: its pick is recorded
+            assert case.tuned and case.tuned[0] == "__main__", name
+            pick = probe._tuned_config(case)  # builds the tuner (None until it has run)
+            assert pick is None or "BLOCK_M" in pick, name
