@@ -1,8 +1,11 @@
 """scripts/probe_common.py, the probes' shared helpers: the JSON layout `{{ evidence }}` reads and the
 ptxas reader. No GPU needed (ptxas's output is faked; its real use is in the sm90_registers probes)."""
 
+import importlib.util
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +165,56 @@ def test_attention_inputs_are_seeded_by_the_point():
     assert torch.equal(probe_common.attention_inputs(pt, 2, 3, torch.device("cpu"))[2], v)
     (small, *_) = probe_common.attention_inputs({**pt, "dtype": "fp16"}, 2, 3, "cpu", smoke=True)
     assert small.shape == (1, 1, 128, 64) and small.dtype == torch.float16
+
+# --- profile_missed_with: a wrapper's cases added to the Nsight Compute probe --------------------
+ROOT = Path(__file__).resolve().parents[2]
+PROBE = ROOT / "benchmarks" / "evidence" / "overview" / "profile_missed.py"
+
+
+def _probe():
+    spec = importlib.util.spec_from_file_location("profile_missed", PROBE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_profile_missed_with_adds_cases_and_runs_the_probes_main(capsys, monkeypatch):
+    import types
+
+    # restored (removed) after the test: the helper registers the probe under this name
+    monkeypatch.setitem(sys.modules, "profile_missed", types.ModuleType("placeholder"))
+
+    def cases(Case):
+        return {"extra": Case("layer_norm", "layer_norm_fwd_fp16", "triton", 16384, "a pair", "ours", 7)}
+
+    assert probe_common.profile_missed_with(cases, [str(PROBE), "--list", "extra", "ln_bwd_16384"]) == 0
+    assert capsys.readouterr().out.split("\n")[:2] == ["extra 7", "ln_bwd_16384 45"]
+
+    def clash(Case):
+        return {"ln_bwd_16384": Case("layer_norm", "layer_norm_bwd_fp16", "triton", 1, "x", "ours", 1)}
+
+    with pytest.raises(ValueError, match="ln_bwd_16384"):
+        probe_common.profile_missed_with(clash, [str(PROBE), "--list"])
+    with pytest.raises(SystemExit, match="usage"):
+        probe_common.profile_missed_with(cases, [])
+
+
+def test_the_matmul_wrapper_names_real_points_and_records_each_tuners_pick(monkeypatch):
+    wrapper = ROOT / "benchmarks" / "evidence" / "matmul" / "profile_matmul.py"
+    out = subprocess.run([sys.executable, str(wrapper), str(PROBE), "--list"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert {"mm_ragged_tma", "mm_desc_2048", "lg_4096_bf16", "lg_8192x2048"} <= set(out[::2])
+    spec = importlib.util.spec_from_file_location("profile_matmul", wrapper)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # its __main__ block does not run
+    monkeypatch.setitem(sys.modules, "profile_missed", None)  # restored after the test
+    probe = _probe()
+    # profile_missed.py finds each tuner in the wrapper, which runs as __main__
+    monkeypatch.setitem(sys.modules, "__main__", module)
+    for name, case in module.cases(probe.Case).items():
+        probe.bench_spec(case)  # raises unless the point is one of the bench's
+        if case.role == "ours":  # every Triton kernel here is autotuned: its pick is recorded
+            assert case.tuned and case.tuned[0] == "__main__", name
+            pick = probe._tuned_config(case)  # builds the tuner (None until it has run)
+            assert pick is None or "BLOCK_M" in pick, name
