@@ -206,6 +206,18 @@ def attention_inputs(pt: dict, batch: int, heads: int, device, smoke: bool = Fal
     return tuple(torch.randn(shape, device=device, dtype=dt, generator=gen) for _ in range(3))
 
 
+def load_profile_missed(path):
+    """``benchmarks/evidence/overview/profile_missed.py`` (at ``path``) as a module, registered
+    as ``profile_missed`` in ``sys.modules``: its dataclasses look their module up by name."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location("profile_missed", path)
+    probe = importlib.util.module_from_spec(spec)
+    sys.modules["profile_missed"] = probe
+    spec.loader.exec_module(probe)
+    return probe
+
+
 def profile_missed_with(cases, argv=None) -> int:
     """Run ``profile_missed.py`` (the path in ``argv[0]``) with the cases ``cases(Case)`` added.
 
@@ -218,10 +230,7 @@ def profile_missed_with(cases, argv=None) -> int:
     if not argv or not argv[0].endswith(".py"):
         raise SystemExit("usage: PYTHON=<this wrapper> bash benchmarks/evidence/overview/profile_missed.sh"
                          " CASE ...  (the wrapper's first argument is profile_missed.py)")
-    spec = importlib.util.spec_from_file_location("profile_missed", argv[0])
-    probe = importlib.util.module_from_spec(spec)
-    sys.modules["profile_missed"] = probe  # its dataclasses look their module up by name
-    spec.loader.exec_module(probe)
+    probe = load_profile_missed(argv[0])
     extra = cases(probe.Case)
     taken = sorted(set(extra) & set(probe.CASES))
     if taken:

@@ -171,14 +171,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "benchmarks" / "evidence" / "overview" / "profile_missed.py"
 
 
-def _probe():
-    spec = importlib.util.spec_from_file_location("profile_missed", PROBE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_profile_missed_with_adds_cases_and_runs_the_probes_main(capsys, monkeypatch):
     import types
 
@@ -209,7 +201,7 @@ def test_the_matmul_wrapper_names_real_points_and_records_each_tuners_pick(monke
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # its __main__ block does not run
     monkeypatch.setitem(sys.modules, "profile_missed", None)  # restored after the test
-    probe = _probe()
+    probe = probe_common.load_profile_missed(PROBE)
     # profile_missed.py finds each tuner in the wrapper, which runs as __main__
     monkeypatch.setitem(sys.modules, "__main__", module)
     for name, case in module.cases(probe.Case).items():
