@@ -12,9 +12,9 @@ probes written before this module keep their own copies of these few lines.
 * ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
   reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
   passes to a point's columns.
-* ``profile_missed_with``: the body of a wrapper that adds cases to
-  ``benchmarks/evidence/overview/profile_missed.py`` and stands in for the Python interpreter of
-  ``profile_missed.sh``.
+* ``load_profile_missed``, ``profile_missed_with``: ``benchmarks/evidence/overview/profile_missed.py``
+  loaded as a module, and the body of a wrapper that adds cases to it and stands in for the
+  Python interpreter of ``profile_missed.sh``.
 """
 
 from __future__ import annotations

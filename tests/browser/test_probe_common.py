@@ -166,6 +166,7 @@ def test_attention_inputs_are_seeded_by_the_point():
     (small, *_) = probe_common.attention_inputs({**pt, "dtype": "fp16"}, 2, 3, "cpu", smoke=True)
     assert small.shape == (1, 1, 128, 64) and small.dtype == torch.float16
 
+
 # --- profile_missed_with: a wrapper's cases added to the Nsight Compute probe --------------------
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "benchmarks" / "evidence" / "overview" / "profile_missed.py"
