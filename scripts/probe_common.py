@@ -12,6 +12,8 @@ probes written before this module keep their own copies of these few lines.
 * ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
   reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
   passes to a point's columns.
+* ``compile_sm90``: a kernel compiled for sm_90 without a GPU, or the compiler's refusal with
+  the MLIR diagnostic it wrote to file descriptor 2 and the pass that failed.
 * ``load_profile_missed``, ``profile_missed_with``: ``benchmarks/evidence/overview/profile_missed.py``
   loaded as a module, and the body of a wrapper that adds cases to it and stands in for the
   Python interpreter of ``profile_missed.sh``.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import datetime
 import importlib.util
 import json
+import os
 import platform
 import re
 import subprocess
@@ -237,3 +240,42 @@ def profile_missed_with(cases, argv=None) -> int:
         raise ValueError(f"cases {taken} are profile_missed.py's own: give the new ones other names")
     probe.CASES.update(extra)
     return probe.main(argv[1:])
+
+
+def compile_sm90(kernel, signature: dict, constexprs: dict, attrs: dict, options: dict):
+    """``(compiled, None)``, or ``(None, failure)`` where the compiler refused: ``failure`` holds
+    the exception (``error``), the first MLIR ``error:`` line (``diagnostic``), the first
+    ``LLVM ERROR:`` line (``llvm_error``) and the pass that failed (``failed_pass``), the last
+    three read from what the compiler writes to file descriptor 2 ("" if none).
+
+    ``signature`` types the arguments that are not in ``constexprs``; ``attrs`` maps an argument's
+    ``(index,)`` to its specialization (e.g. ``CUDABackend(target).parse_attr("D")``: divisible
+    by 16). Nothing is launched: PTX and cubin only."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig = {**signature, **{name: "constexpr" for name in constexprs}}
+    consts = {(kernel.arg_names.index(name),): value for name, value in constexprs.items()}
+    with tempfile.TemporaryFile(mode="w+") as log:
+        saved = os.dup(2)
+        os.dup2(log.fileno(), 2)
+        try:
+            return triton.compile(ASTSource(kernel, sig, consts, attrs),
+                                  target=GPUTarget("cuda", 90, 32), options=options), None
+        except Exception as err:  # noqa: BLE001 - the compiler's refusal is what the caller records
+            os.dup2(saved, 2)
+            log.seek(0)
+            lines = log.read().splitlines()
+            said = [ln.split("error:", 1)[1].strip() for ln in lines if "error:" in ln]
+            passes = [ln.split("executing", 1)[1].split("on '")[0].strip(" [`'")
+                      for ln in lines if "Pipeline failed while executing" in ln]
+            fatal = [ln.split("LLVM ERROR:", 1)[1].strip() for ln in lines if "LLVM ERROR:" in ln]
+            text = str(err).strip().splitlines()
+            return None, {"error": f"{type(err).__name__}: {text[-1][:160] if text else ''}",
+                          "diagnostic": said[0] if said else "",
+                          "llvm_error": fatal[0][:300] if fatal else "",
+                          "failed_pass": passes[0] if passes else ""}
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -3,6 +3,7 @@ ptxas reader. No GPU needed (ptxas's output is faked; its real use is in the sm9
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -211,3 +212,58 @@ def test_the_matmul_wrapper_names_real_points_and_records_each_tuners_pick(monke
             assert case.tuned and case.tuned[0] == "__main__", name
             pick = probe._tuned_config(case)  # builds the tuner (None until it has run)
             assert pick is None or "BLOCK_M" in pick, name
+
+
+COMPILE_SM90 = '''
+import json, os, sys
+os.environ["TRITON_INTERPRET"] = "0"
+sys.path.insert(0, ".")
+import triton
+import triton.language as tl
+from scripts import probe_common as pc
+
+@triton.jit
+def add(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+@triton.jit
+def bad(x_ptr, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 0.0)  # BLOCK = 3: not a power of two
+
+@triton.jit
+def halves(x_ptr, y_ptr, M: tl.constexpr, N: tl.constexpr):  # a split epilogue, as in matmul
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offs)
+    left, right = tl.split(tl.permute(tl.reshape(x, (M, 2, N // 2)), (0, 2, 1)))
+    half = tl.arange(0, M)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :]
+    tl.store(y_ptr + half, left + right)
+
+sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}
+ok, none = pc.compile_sm90(add, sig, {"BLOCK": 128}, {}, {"num_warps": 4})
+no, failure = pc.compile_sm90(bad, {"x_ptr": "*fp32"}, {"BLOCK": 3}, {}, {"num_warps": 4})
+# Triton 3.6 fails a pass on this one with two CTAs; a later Triton may compile it
+two, in_pass = pc.compile_sm90(halves, {"x_ptr": "*fp32", "y_ptr": "*fp32"}, {"M": 64, "N": 64}, {},
+                               {"num_warps": 4, "num_ctas": 2})
+print("after the refusal, fd 2 is stderr again", file=sys.stderr)
+print(json.dumps({"ptx": "ld.global" in ok.asm["ptx"], "none": none, "no": no, "failure": failure,
+                  "two": two is not None, "in_pass": in_pass}))
+'''
+
+
+def test_compile_sm90_compiles_without_a_gpu_and_returns_a_refusal_with_its_diagnostics(tmp_path):
+    script = tmp_path / "compile_sm90.py"  # @triton.jit reads its source from a file
+    script.write_text(COMPILE_SM90)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TRITON_INTERPRET": "0", "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=root,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["ptx"] and result["none"] is None and result["no"] is None
+    failure = result["failure"]
+    assert set(failure) == {"error", "diagnostic", "llvm_error", "failed_pass"}
+    assert "power of 2" in failure["error"] or "power of two" in failure["error"], failure
+    assert "fd 2 is stderr again" in out.stderr
+    # a refusal inside a compiler pass is recorded with MLIR's own words and the pass's name
+    assert result["two"] or (result["in_pass"]["diagnostic"] and result["in_pass"]["failed_pass"]), result
