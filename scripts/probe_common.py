@@ -13,7 +13,7 @@ probes written before this module keep their own copies of these few lines.
   reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
   passes to a point's columns.
 * ``compile_sm90``: a kernel compiled for sm_90 without a GPU, or the compiler's refusal with
-  the MLIR diagnostic it wrote to file descriptor 2 and the pass that failed.
+  what it wrote to file descriptor 2: the MLIR diagnostic, the LLVM error and the failed pass.
 * ``load_profile_missed``, ``profile_missed_with``: ``benchmarks/evidence/overview/profile_missed.py``
   loaded as a module, and the body of a wrapper that adds cases to it and stands in for the
   Python interpreter of ``profile_missed.sh``.
@@ -264,7 +264,6 @@ def compile_sm90(kernel, signature: dict, constexprs: dict, attrs: dict, options
             return triton.compile(ASTSource(kernel, sig, consts, attrs),
                                   target=GPUTarget("cuda", 90, 32), options=options), None
         except Exception as err:  # noqa: BLE001 - the compiler's refusal is what the caller records
-            os.dup2(saved, 2)
             log.seek(0)
             lines = log.read().splitlines()
             said = [ln.split("error:", 1)[1].strip() for ln in lines if "error:" in ln]
