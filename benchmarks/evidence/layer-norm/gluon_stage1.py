@@ -47,8 +47,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 
 N = 16384
 LINE = 256  # a row is LINES lines of LINE: one TMA box of [LINES, LINE]
-LINES = N // LINE
-PIECES = 4  # a pass reads the row in PIECES pieces of LINES // PIECES lines
+LINES = N // LINE  # a pass reads them in four pieces of LINES // 4 lines
 PASSES = 3
 SETTINGS = [(8, 2), (16, 2), (8, 3), (16, 3)]  # (warps, shared-memory slots)
 METHOD = ("Inputs: seeded torch.randn x and dy (M = 4096 rows of 16384), weight randn, mean and "
@@ -200,7 +199,7 @@ def gluon_bwd(dy, x, weight, mean, rstd, warps=8, slots=2, groups=None):
 
     assert x.is_contiguous() and dy.is_contiguous() and x.shape[-1] == N and dy.shape == x.shape
     m = x.shape[0]
-    groups = min(m, groups or torch.cuda.get_device_properties(x.device).multi_processor_count)
+    groups = min(m, groups or ex._sm_count(x.device))  # asked once per device, not per call
     dx = torch.empty_like(x)
     dw_part = torch.empty(groups, N, device=x.device, dtype=torch.float32)
     db_part = torch.empty(groups, N, device=x.device, dtype=torch.float32)
