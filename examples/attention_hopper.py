@@ -1,11 +1,12 @@
 # %% [markdown]
-# # Attention on Hopper: a warp-specialized forward in Gluon
+# # Attention on Hopper: warp-specialized kernels in Gluon
 #
 # `attention_hopper(q, k, v, causal, sm_scale)` computes the same
-# `softmax(q @ k^T * sm_scale) @ v` as `examples/attention.py`, forward only,
-# written in **Gluon** (`triton.experimental.gluon`, shipped with Triton 3.6): a
-# lower-level Triton dialect where the kernel, not the compiler, says which
-# warps do what, which layouts tiles live in and when shared memory is reused.
+# `softmax(q @ k^T * sm_scale) @ v` as `examples/attention.py`, forward and
+# backward (through autograd), written in **Gluon**
+# (`triton.experimental.gluon`, shipped with Triton 3.6): a lower-level Triton
+# dialect where the kernel, not the compiler, says which warps do what, which
+# layouts tiles live in and when shared memory is reused.
 # The schedule is FlashAttention-3's:
 #
 # * one persistent program (CTA) per SM, walking tiles of 128 query rows of
@@ -21,6 +22,9 @@
 #   cores work while the softmax runs;
 # * the producer runs ahead into the program's next tile while the consumers
 #   finish the current one and store its O.
+#
+# The backward uses the same three partitions in two kernels, one for dK and
+# dV (K and V stay, Q and dO stream) and one for dQ (the other way round).
 #
 # It needs an **sm_90 GPU** (H100, H200, GH200): wgmma, TMA and the register
 # split between partitions are Hopper instructions, and Gluon has no CPU
@@ -120,6 +124,14 @@ CONFIGS = {
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
 MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536 registers of an SM
+LOG2E_GL = gl.constexpr(LOG2E)  # the same constant, for the kernels
+# The backward, head_dim -> the dK/dV kernel's (query rows per step, ring slots)
+# and the dQ kernel's (key rows per step, ring slots)
+BWD_CONFIGS = {
+    64: {"dkdv": (64, 2), "dq": (128, 2)},
+    128: {"dkdv": (64, 2), "dq": (64, 2)},
+}
+DELTA_ROWS = 64  # rows of O and dO per program of the delta kernel
 
 
 @gluon.jit
@@ -508,8 +520,9 @@ def _check_device(device: torch.device) -> None:
             "use examples/attention.py's attention() elsewhere")
 
 
-def _check_inputs(q, k, v, causal, sm_scale, programs=None) -> float:
-    """Validate; return sm_scale as a float (1/sqrt(head_dim) when None)."""
+def _check_inputs(q, k, v, causal, sm_scale, programs=None, saved=None) -> float:
+    """Validate; return sm_scale as a float (1/sqrt(head_dim) when None).
+    saved: the backward's (do, o, lse), checked against q."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -555,11 +568,31 @@ def _check_inputs(q, k, v, causal, sm_scale, programs=None) -> float:
                             f"got {type(programs).__name__}")
         if not 1 <= programs < 2**31:
             raise ValueError(f"programs must be in [1, 2**31), got {programs}")
+    if saved is not None:
+        _check_saved(q, *saved)
     if _interpreter_on():
         raise RuntimeError("TRITON_INTERPRET=1 is set: Gluon kernels have no "
                            "interpreter; run on an sm_90 GPU without it")
     _check_device(q.device)
     return float(sm_scale)
+
+
+def _check_saved(q, do, o, lse) -> None:
+    """The backward's inputs: do and o like q, lse the forward's (B, H, S) fp32."""
+    for name, t in (("do", do), ("o", o), ("lse", lse)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.device != q.device:
+            raise ValueError(f"{name} must be on q's device {q.device}, got {t.device}")
+    for name, t in (("do", do), ("o", o)):
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} must have q's dtype {q.dtype}, got {t.dtype}")
+        if t.shape != q.shape:
+            raise ValueError(f"{name} must have q's shape {tuple(q.shape)}, "
+                             f"got {tuple(t.shape)}")
+    if lse.dtype != torch.float32 or lse.shape != q.shape[:3]:
+        raise ValueError(f"lse must be float32 of shape {tuple(q.shape[:3])} (the "
+                         f"forward's), got {lse.dtype} {tuple(lse.shape)}")
 # --8<-- [end:checks]
 
 
@@ -637,22 +670,435 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
 
 def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = None,
                      *, programs: int | None = None) -> torch.Tensor:
-    """softmax(q @ k^T * sm_scale) @ v per (batch, head), forward only.
+    """softmax(q @ k^T * sm_scale) @ v per (batch, head), differentiable.
 
     q, k, v: (B, H, S, D), float16 or bfloat16, D in (64, 128), S a multiple of
     128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D);
-    programs: how many programs walk the work units (None: one per SM).
-    Needs an sm_90 GPU.
+    programs: how many programs walk the forward's work units (None: one per
+    SM). Needs an sm_90 GPU. When an input requires grad, autograd's backward
+    runs `attention_hopper_backward`.
     """
+    if torch.is_grad_enabled() and any(
+            isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v)):
+        return AttentionHopperFunction.apply(q, k, v, causal, sm_scale, programs)
     return attention_hopper_forward(q, k, v, causal, sm_scale, programs=programs)[0]
 # --8<-- [end:launcher]
+
+
+# %% [markdown]
+# ## The backward: the same partitions, two kernels
+#
+# With `P = softmax(S)`, `S = Q K^T * sm_scale`, the gradients are
+# `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - delta)` with
+# `delta = rowsum(dO * O)`, `dQ = dS K * sm_scale` and `dK = dS^T Q * sm_scale`.
+# `P` is recomputed from `S` and the forward's log-sum-exp, never stored. The
+# backward runs three kernels:
+#
+# * `attention_hopper_delta_kernel`: `delta`, one fp32 per query row;
+# * `attention_hopper_dkdv_kernel`: one CTA per 128 keys of a (batch, head),
+#   64 per consumer warpgroup. Each consumer keeps its K and V tiles in shared
+#   memory and its dK and dV in registers; the producer streams the Q and dO
+#   tiles of every query block through the ring. The consumer works on
+#   transposed tiles, `S^T = K Q^T` and `dP^T = V dO^T`, so that `P^T` and
+#   `dS^T`, computed in registers, are the A operand of the next two wgmma
+#   (`dV += P^T dO`, `dK += dS^T Q`) without a trip through shared memory;
+# * `attention_hopper_dq_kernel`: one CTA per 128 queries, the mirror image:
+#   Q, dO, the log-sum-exp and `delta` stay, K and V blocks stream, and
+#   `dQ += dS K` accumulates in registers.
+#
+# Two kernels instead of one recompute `S` and `dP` twice (seven matmuls where
+# five would do), but neither needs atomics: each CTA owns what it writes. The
+# two wgmma of a step are issued together and waited for one at a time, so the
+# exponentials run while `dP^T` is still on the tensor cores. Under the causal
+# mask the dK/dV kernel starts at the key block's diagonal and the dQ kernel
+# stops there; only the blocks that cross it are masked. dK, dV and dQ leave
+# through the shared memory of the K, V and Q tiles they replace.
+
+
+# %%
+# --8<-- [start:bwd-delta]
+@gluon.jit
+def attention_hopper_delta_kernel(o_ptr, do_ptr, delta_ptr, HEAD_D: gl.constexpr,
+                                  ROWS: gl.constexpr):
+    """delta = rowsum(dO * O) in fp32 for ROWS rows of the (B*H*S, D) view."""
+    TPR: gl.constexpr = HEAD_D // 8  # threads along a row, 8 elements (16 bytes) each
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TPR, TPR], [4, 1], [1, 0])
+    row0 = gl.program_id(0) * ROWS
+    rows = row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, layout))
+    offs = gl.expand_dims(rows.to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols, 0)
+    prod = gl.load(o_ptr + offs).to(gl.float32) * gl.load(do_ptr + offs).to(gl.float32)
+    gl.store(delta_ptr + rows, gl.reduce(prod, 1, _sum_combine))
+# --8<-- [end:bwd-delta]
+
+
+# %%
+# --8<-- [start:bwd-dkdv]
+@gluon.jit
+def _dkdv_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem,
+                   kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m,
+                   STAGES: gl.constexpr):
+    """K and V of the CTA's 128 keys once, then Q and dO block after block."""
+    STEP_M: gl.constexpr = q_desc.block_type.shape[0]
+    ROWS: gl.constexpr = k_desc.block_type.shape[0]  # keys per consumer
+    mbarrier.expect(kv_bar, 2 * k_desc.block_type.nbytes + 2 * v_desc.block_type.nbytes)
+    for wg in gl.static_range(2):
+        tma.async_copy_global_to_shared(k_desc, [row_kv + wg * ROWS, 0], kv_bar,
+                                        k_smem.index(wg))
+        tma.async_copy_global_to_shared(v_desc, [row_kv + wg * ROWS, 0], kv_bar,
+                                        v_smem.index(wg))
+    for i in range(n_m):
+        slot = i % STAGES
+        mbarrier.wait(empty.index(slot), ((i // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(slot),
+                        q_desc.block_type.nbytes + do_desc.block_type.nbytes)
+        row = row_q0 + (m_lo + i) * STEP_M
+        tma.async_copy_global_to_shared(q_desc, [row, 0], ready.index(slot),
+                                        q_bufs.index(slot))
+        tma.async_copy_global_to_shared(do_desc, [row, 0], ready.index(slot),
+                                        do_bufs.index(slot))
+
+
+@gluon.jit
+def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr, dk,
+               dv, keys, cols, row_q0, m_lo, qk_scale, MASK: gl.constexpr,
+               STAGES: gl.constexpr, st_layout: gl.constexpr, op_layout: gl.constexpr):
+    """Query block m_lo + i against this warpgroup's 64 keys: dK and dV updated."""
+    STEP_M: gl.constexpr = q_bufs.type.shape[1]
+    ROWS: gl.constexpr = k_wg.type.shape[0]
+    slot = i % STAGES
+    m0 = (m_lo + i) * STEP_M  # the block's first query, within the head
+    lse2 = gl.load(lse_ptr + row_q0 + m0 + cols) * LOG2E_GL  # natural log -> base 2
+    delta = gl.load(delta_ptr + row_q0 + m0 + cols)
+    mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
+    qb = q_bufs.index(slot)
+    dob = do_bufs.index(slot)
+    zero = gl.zeros([ROWS, STEP_M], gl.float32, st_layout)
+    st = warpgroup_mma(k_wg, qb.permute((1, 0)), zero, use_acc=False, is_async=True)
+    dpt = warpgroup_mma(v_wg, dob.permute((1, 0)), zero, use_acc=False, is_async=True)
+    st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run
+    pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
+    if MASK:  # a query before the key: P = 0
+        pt = gl.where(gl.expand_dims(m0 + cols, 0) >= gl.expand_dims(keys, 1), pt, 0.0)
+    p_op = gl.convert_layout(pt.to(qb.dtype), op_layout)
+    dv = warpgroup_mma(p_op, dob, dv, is_async=True)  # dV += P^T dO
+    dpt = warpgroup_mma_wait(1, deps=(dpt,))  # dP^T is done, dV may still run
+    dst = pt * (dpt - gl.expand_dims(delta, 0))
+    ds_op = gl.convert_layout(dst.to(qb.dtype), op_layout)
+    dk = warpgroup_mma(ds_op, qb, dk, is_async=True)  # dK += dS^T Q
+    dv, dk, p_op, ds_op = warpgroup_mma_wait(0, deps=(dv, dk, p_op, ds_op))
+    mbarrier.arrive(empty.index(slot))
+    return dk, dv
+
+
+@gluon.jit
+def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+                   v_smem, kv_bar, ready, empty, row_kv, row_q0, key0, m_lo, n_m,
+                   n_diag, qk_scale, sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
+                   STAGES: gl.constexpr):
+    STEP_M: gl.constexpr = q_bufs.type.shape[1]
+    ROWS: gl.constexpr = k_smem.type.shape[1]  # keys per consumer
+    st_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, STEP_M, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16])
+    op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
+                                                  k_width=2)
+    k_wg = k_smem.index(WG)
+    v_wg = v_smem.index(WG)
+    dk = gl.zeros([ROWS, HEAD_D], gl.float32, acc_layout)
+    dv = gl.zeros([ROWS, HEAD_D], gl.float32, acc_layout)
+    keys = key0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, st_layout))
+    cols = gl.arange(0, STEP_M, layout=gl.SliceLayout(0, st_layout))
+    mbarrier.wait(kv_bar, 0)
+    for i in range(0, n_diag):  # query blocks that cross the diagonal: masked
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
+                            True, STAGES, st_layout, op_layout)
+    for i in range(n_diag, n_m):
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
+                            False, STAGES, st_layout, op_layout)
+    # K and V are read no more: their tiles carry dK and dV out
+    k_wg.store((dk * sm_scale).to(k_wg.dtype))
+    v_wg.store(dv.to(v_wg.dtype))
+    fence_async_shared()
+    tma.async_copy_shared_to_global(dk_desc, [row_kv + WG * ROWS, 0], k_wg)
+    tma.async_copy_shared_to_global(dv_desc, [row_kv + WG * ROWS, 0], v_wg)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc,
+                                 lse_ptr, delta_ptr, seq_len, qk_scale, sm_scale,
+                                 HEAD_D: gl.constexpr, STAGES: gl.constexpr,
+                                 CAUSAL: gl.constexpr):
+    STEP_M: gl.constexpr = q_desc.block_type.shape[0]
+    BLOCK_KV: gl.constexpr = 2 * k_desc.block_type.shape[0]  # two consumers' keys
+    dtype: gl.constexpr = q_desc.dtype
+    n_kv = seq_len // BLOCK_KV
+    j = gl.program_id(0) % n_kv  # key block; with the mask block 0 has most queries
+    row_q0 = gl.program_id(0) // n_kv * seq_len  # the (batch, head)'s first row
+    row_kv = row_q0 + j * BLOCK_KV
+    if CAUSAL:  # queries before the key block are not visited
+        m_lo = j * (BLOCK_KV // STEP_M)
+        n_diag = BLOCK_KV // STEP_M
+    else:
+        m_lo = 0
+        n_diag = 0
+    n_m = seq_len // STEP_M - m_lo
+    q_bufs = gl.allocate_shared_memory(dtype, [STAGES] + q_desc.block_type.shape,
+                                       q_desc.layout)
+    do_bufs = gl.allocate_shared_memory(dtype, [STAGES] + do_desc.block_type.shape,
+                                        do_desc.layout)
+    k_smem = gl.allocate_shared_memory(dtype, [2] + k_desc.block_type.shape,
+                                       k_desc.layout)
+    v_smem = gl.allocate_shared_memory(dtype, [2] + v_desc.block_type.shape,
+                                       v_desc.layout)
+    bar: gl.constexpr = mbarrier.MBarrierLayout()
+    kv_bar = gl.allocate_shared_memory(gl.int64, [1], bar)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    mbarrier.init(kv_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)  # one arrive per consumer
+    WG0: gl.constexpr = 0
+    WG1: gl.constexpr = 1
+    gl.warp_specialize([
+        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
+        (_dkdv_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem,
+                          v_smem, kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m,
+                          STAGES)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+# --8<-- [end:bwd-dkdv]
+
+
+# %%
+# --8<-- [start:bwd-dq]
+@gluon.jit
+def _dq_producer(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs, v_bufs,
+                 q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES: gl.constexpr):
+    """Q and dO of the CTA's 128 queries once, then K and V block after block."""
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    ROWS: gl.constexpr = q_desc.block_type.shape[0]  # queries per consumer
+    mbarrier.expect(q_bar, 2 * q_desc.block_type.nbytes + 2 * do_desc.block_type.nbytes)
+    for wg in gl.static_range(2):
+        tma.async_copy_global_to_shared(q_desc, [row_q + wg * ROWS, 0], q_bar,
+                                        q_smem.index(wg))
+        tma.async_copy_global_to_shared(do_desc, [row_q + wg * ROWS, 0], q_bar,
+                                        do_smem.index(wg))
+    for j in range(n_blocks):
+        slot = j % STAGES
+        mbarrier.wait(empty.index(slot), ((j // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(slot),
+                        k_desc.block_type.nbytes + v_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(k_desc, [row_kv0 + j * BLOCK_N, 0],
+                                        ready.index(slot), k_bufs.index(slot))
+        tma.async_copy_global_to_shared(v_desc, [row_kv0 + j * BLOCK_N, 0],
+                                        ready.index(slot), v_bufs.index(slot))
+
+
+@gluon.jit
+def _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta, rows,
+             qk_scale, MASK: gl.constexpr, STAGES: gl.constexpr,
+             s_layout: gl.constexpr, op_layout: gl.constexpr):
+    """Key block j against this warpgroup's 64 queries: dQ updated."""
+    BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
+    ROWS: gl.constexpr = q_wg.type.shape[0]
+    slot = j % STAGES
+    mbarrier.wait(ready.index(slot), (j // STAGES) & 1)
+    kb = k_bufs.index(slot)
+    zero = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
+    s = warpgroup_mma(q_wg, kb.permute((1, 0)), zero, use_acc=False, is_async=True)
+    dp = warpgroup_mma(do_wg, v_bufs.index(slot).permute((1, 0)), zero, use_acc=False,
+                       is_async=True)
+    s = warpgroup_mma_wait(1, deps=(s,))  # S is done, dP may still run
+    p = gl.exp2(s * qk_scale - gl.expand_dims(lse2, 1))
+    if MASK:  # a key after the query: P = 0
+        cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+        p = gl.where(gl.expand_dims(rows, 1) >= gl.expand_dims(cols, 0), p, 0.0)
+    dp = warpgroup_mma_wait(0, deps=(dp,))
+    ds = p * (dp - gl.expand_dims(delta, 1))
+    ds_op = gl.convert_layout(ds.to(kb.dtype), op_layout)
+    dq = warpgroup_mma(ds_op, kb, dq, is_async=True)  # dQ += dS K
+    dq, ds_op = warpgroup_mma_wait(0, deps=(dq, ds_op))
+    mbarrier.arrive(empty.index(slot))
+    return dq
+
+
+@gluon.jit
+def _dq_consumer(dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs, q_bar,
+                 ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
+                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):
+    BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
+    ROWS: gl.constexpr = q_smem.type.shape[1]  # queries per consumer
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16])
+    op_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout,
+                                                  k_width=2)
+    q_wg = q_smem.index(WG)
+    do_wg = do_smem.index(WG)
+    offs = gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
+    rows = q0 + WG * ROWS + offs  # query index within the head
+    lse2 = gl.load(lse_ptr + row_q + WG * ROWS + offs) * LOG2E_GL
+    delta = gl.load(delta_ptr + row_q + WG * ROWS + offs)
+    dq = gl.zeros([ROWS, HEAD_D], gl.float32, acc_layout)
+    mbarrier.wait(q_bar, 0)
+    for j in range(0, n_full):
+        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
+                      rows, qk_scale, False, STAGES, s_layout, op_layout)
+    for j in range(n_full, n_blocks):  # key blocks that cross the diagonal: masked
+        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
+                      rows, qk_scale, True, STAGES, s_layout, op_layout)
+    q_wg.store((dq * sm_scale).to(q_wg.dtype))  # Q is read no more: dQ leaves in it
+    fence_async_shared()
+    tma.async_copy_shared_to_global(dq_desc, [row_q + WG * ROWS, 0], q_wg)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, lse_ptr,
+                               delta_ptr, seq_len, qk_scale, sm_scale,
+                               HEAD_D: gl.constexpr, STAGES: gl.constexpr,
+                               CAUSAL: gl.constexpr):
+    CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]  # two consumers' queries
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    dtype: gl.constexpr = q_desc.dtype
+    n_q = seq_len // CTA_M
+    m = gl.program_id(0) % n_q
+    if CAUSAL:  # the longest query blocks first
+        m = n_q - 1 - m
+    row_kv0 = gl.program_id(0) // n_q * seq_len
+    q0 = m * CTA_M
+    if CAUSAL:  # key blocks up to the diagonal; the last ones cross it
+        n_full = q0 // BLOCK_N
+        n_blocks = (q0 + CTA_M) // BLOCK_N
+    else:
+        n_full = seq_len // BLOCK_N
+        n_blocks = n_full
+    q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape,
+                                       q_desc.layout)
+    do_smem = gl.allocate_shared_memory(dtype, [2] + do_desc.block_type.shape,
+                                        do_desc.layout)
+    k_bufs = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape,
+                                       k_desc.layout)
+    v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape,
+                                       v_desc.layout)
+    bar: gl.constexpr = mbarrier.MBarrierLayout()
+    q_bar = gl.allocate_shared_memory(gl.int64, [1], bar)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
+    mbarrier.init(q_bar, count=1)
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2)
+    WG0: gl.constexpr = 0
+    WG1: gl.constexpr = 1
+    row_q = row_kv0 + q0
+    gl.warp_specialize([
+        (_dq_consumer, (dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
+                        q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,
+                        sm_scale, WG0, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
+                        q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,
+                        sm_scale, WG1, HEAD_D, STAGES)),
+        (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs,
+                        v_bufs, q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES)),
+    ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
+# --8<-- [end:bwd-dq]
+
+
+# %% [markdown]
+# ## The backward's launcher and autograd
+#
+# `attention_hopper_backward` takes what the forward saved (`o`, `lse`) and the
+# gradient of the output, and launches the three kernels: `delta` over all
+# rows, then one CTA per 128 keys (dK/dV) and one per 128 queries (dQ) of every
+# (batch, head), in a one-dimensional grid (a grid's second and third axes stop
+# at 65535, which `batch * heads` may pass). The CTAs of one head are
+# neighbours, so the Q and dO (or K and V) they all read stay in L2.
+# `AttentionHopperFunction` wires the two passes into autograd.
+
+
+# %%
+# --8<-- [start:bwd-launcher]
+def _bwd_descriptors(q, k, v, do, dq, dk, dv):
+    """The TMA descriptors of the dK/dV kernel and of the dQ kernel."""
+    rows, d = q.numel() // q.shape[-1], q.shape[-1]
+    bm, bn = BWD_CONFIGS[d]["dkdv"][0], BWD_CONFIGS[d]["dq"][0]
+
+    def desc(t, block):
+        layout = _smem_layout(block, d, t.dtype)
+        return TensorDescriptor(t, [rows, d], [d, 1], [block, d], layout)
+
+    return ((desc(q, bm), desc(k, WG_M), desc(v, WG_M), desc(do, bm), desc(dk, WG_M),
+             desc(dv, WG_M)),
+            (desc(q, WG_M), desc(k, bn), desc(v, bn), desc(do, WG_M), desc(dq, WG_M)))
+
+
+def attention_hopper_backward(do, q, k, v, o, lse, causal: bool = False,
+                              sm_scale: float | None = None,
+                              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dq, dk, dv) of attention_hopper for the output gradient do, given the
+    forward's o and lse (attention_hopper_forward). Same constraints as the
+    forward; do and o may be any layout (copied where TMA cannot read them)."""
+    sm_scale = _check_inputs(q, k, v, causal, sm_scale, saved=(do, o, lse))
+    B, H, S, D = q.shape
+    q, k, v, o, do = (_tma_operand(t) for t in (q, k, v, o, do))
+    lse = lse.contiguous()
+    dq, dk, dv = (torch.empty(q.shape, device=q.device, dtype=q.dtype) for _ in "qkv")
+    if q.numel() == 0:
+        return dq, dk, dv
+    delta = torch.empty_like(lse)
+    attention_hopper_delta_kernel[(B * H * S // DELTA_ROWS,)](
+        o, do, delta, HEAD_D=D, ROWS=DELTA_ROWS, num_warps=4)
+    dkdv_descs, dq_descs = _bwd_descriptors(q, k, v, do, dq, dk, dv)
+    scales = (S, sm_scale * LOG2E, sm_scale)
+    cfg = BWD_CONFIGS[D]
+    attention_hopper_dkdv_kernel[(B * H * (S // BLOCK_M),)](  # 128 keys per CTA
+        *dkdv_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],
+        CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
+    attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA
+        *dq_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
+        CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
+    return dq, dk, dv
+
+
+class AttentionHopperFunction(torch.autograd.Function):
+    """attention_hopper's forward and backward, for autograd."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, sm_scale, programs):
+        o, lse = attention_hopper_forward(q, k, v, causal, sm_scale, programs=programs)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.sm_scale = causal, sm_scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        if torch.is_grad_enabled():  # create_graph=True: no kernel for a grad of a grad
+            raise RuntimeError("attention_hopper has no double backward "
+                               "(create_graph=True)")
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = attention_hopper_backward(do, q, k, v, o, lse, ctx.causal,
+                                               ctx.sm_scale)
+        return dq, dk, dv, None, None, None
+# --8<-- [end:bwd-launcher]
 
 
 # %% [markdown]
 # ## Compiling without a GPU
 #
 # Triton compiles for a target it is told, not only for the GPU it runs on:
-# `compile_for_sm90` builds the kernel for sm_90 (PTX, then a cubin with the
+# `compile_for_sm90` builds a kernel for sm_90 (PTX, then a cubin with the
 # wheel's `ptxas`) on any machine, from the signature the launcher would pass,
 # and returns the compiled kernel. A launch compiles for the GPU at hand, so
 # naming another target takes `GluonASTSource` and `mangle_type`, Triton
@@ -663,8 +1109,9 @@ def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = Non
 # %%
 # --8<-- [start:compile-check]
 def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
-                     causal: bool = False):
-    """Compile attention_hopper_kernel for sm_90 (no GPU needed): the CompiledKernel."""
+                     causal: bool = False, kernel: str = "forward"):
+    """Compile a kernel of this story for sm_90 (no GPU needed): the
+    CompiledKernel. kernel: "forward", or the backward's "delta", "dkdv" or "dq"."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
@@ -672,17 +1119,42 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
     if dtype not in SUPPORTED_DTYPES or head_dim not in HEAD_DIMS:
         raise ValueError(f"dtype and head_dim must be one of {SUPPORTED_DTYPES} and "
                          f"{HEAD_DIMS}, got {dtype} and {head_dim}")
-    cfg = CONFIGS[head_dim]
-    t = torch.empty(1, 1, BLOCK_M, head_dim, dtype=dtype)  # stands in for q, k, v, o
-    descs = _descriptors(t, t, t, t, cfg["BLOCK_N"])
-    names = ("q_desc", "k_desc", "v_desc", "o_desc")
+    t = torch.empty(1, 1, BLOCK_M, head_dim, dtype=dtype)  # stands in for q, k, v, ...
+    options = {"num_warps": 4, "maxnreg": MAXNREG}
+    if kernel == "delta":
+        ptr = mangle_type(t)
+        signature = {"o_ptr": ptr, "do_ptr": ptr, "delta_ptr": "*fp32",
+                     "HEAD_D": "constexpr", "ROWS": "constexpr"}
+        src = GluonASTSource(attention_hopper_delta_kernel, signature,
+                             constexprs={"HEAD_D": head_dim, "ROWS": DELTA_ROWS})
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                              options={"num_warps": 4})
+    if kernel == "forward":
+        cfg = CONFIGS[head_dim]
+        descs = _descriptors(t, t, t, t, cfg["BLOCK_N"])
+        names = ("q_desc", "k_desc", "v_desc", "o_desc")
+        scalars = {"lse_ptr": "*fp32", "seq_len": "i32", "n_units": "i32",
+                   "qk_scale": "fp32"}
+        fn = attention_hopper_kernel
+    elif kernel in ("dkdv", "dq"):
+        cfg = {"STAGES": BWD_CONFIGS[head_dim][kernel][1]}
+        dkdv, dq = _bwd_descriptors(t, t, t, t, t, t, t)
+        descs = dkdv if kernel == "dkdv" else dq
+        names = ("q_desc", "k_desc", "v_desc", "do_desc",
+                 *(("dk_desc", "dv_desc") if kernel == "dkdv" else ("dq_desc",)))
+        scalars = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "seq_len": "i32",
+                   "qk_scale": "fp32", "sm_scale": "fp32"}
+        fn = {"dkdv": attention_hopper_dkdv_kernel,
+              "dq": attention_hopper_dq_kernel}[kernel]
+    else:
+        raise ValueError("kernel must be 'forward', 'delta', 'dkdv' or 'dq', "
+                         f"got {kernel!r}")
     signature = {n: mangle_type(d) for n, d in zip(names, descs, strict=True)}
-    signature.update(lse_ptr="*fp32", seq_len="i32", n_units="i32", qk_scale="fp32")
+    signature.update(scalars)
     constexprs = {**cfg, "HEAD_D": head_dim, "CAUSAL": causal}
     signature.update(dict.fromkeys(constexprs, "constexpr"))
-    src = GluonASTSource(attention_hopper_kernel, signature, constexprs=constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": 4, "maxnreg": MAXNREG})
+    src = GluonASTSource(fn, signature, constexprs=constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
 def hopper_instructions(kernel) -> dict:
@@ -700,8 +1172,9 @@ def hopper_instructions(kernel) -> dict:
 #
 # On an sm_90 GPU: fp16 and bf16, head dims 64 and 128, causal and not, at
 # 128 and 384 queries (one and three CTAs per head) on 3 x 5 (batch, heads),
-# the output and the log-sum-exp against the fp32 reference. Elsewhere: the
-# kernel is compiled for sm_90, which proves it builds, and nothing runs.
+# the output, the log-sum-exp and the three gradients against the fp32
+# reference (the gradients through torch's autograd of it). Elsewhere: the
+# kernels are compiled for sm_90, which proves they build, and nothing runs.
 
 
 # %%
@@ -710,9 +1183,12 @@ def self_check() -> None:
     if DEVICE.type != "cuda" or torch.cuda.get_device_capability() != (9, 0):
         kernel = compile_for_sm90(torch.float16, 128, True)
         used = ", ".join(f"{n} x{c}" for n, c in hopper_instructions(kernel).items())
+        backward = [compile_for_sm90(torch.float16, 128, True, name).metadata.shared
+                    for name in ("delta", "dkdv", "dq")]
         print(f"attention_hopper: compiled for sm_90 (fp16, head_dim 128, causal; "
-              f"{kernel.metadata.shared} bytes of shared memory; PTX: {used}); "
-              "the numerical check needs an H100/H200")
+              f"{kernel.metadata.shared} bytes of shared memory; PTX: {used}), and "
+              f"the backward's delta, dK/dV and dQ kernels ({backward[1]} and "
+              f"{backward[2]} bytes); the numerical check needs an H100/H200")
         return
     for dtype in SUPPORTED_DTYPES:
         tol = 2e-2 if dtype == torch.float16 else 3e-2
@@ -726,9 +1202,17 @@ def self_check() -> None:
                                                rtol=tol, atol=tol)
                     torch.testing.assert_close(lse, logsumexp_torch(q, k, causal),
                                                rtol=tol, atol=tol)
-    print(f"attention_hopper: output and log-sum-exp match the fp32 reference on "
-          f"{torch.cuda.get_device_name()} for fp16 and bf16, head_dim 64 and 128, "
-          "seq 128 and 384, causal and not")
+                    do = torch.randn_like(q)
+                    grads = attention_hopper_backward(do, q, k, v, o, lse, causal)
+                    leaves = [t.float().requires_grad_() for t in (q, k, v)]
+                    out = attention_torch(*leaves, causal).float()
+                    want = torch.autograd.grad(out, leaves, do.float())
+                    for got, ref in zip(grads, want, strict=True):
+                        torch.testing.assert_close(got, ref.to(dtype), rtol=tol,
+                                                   atol=2 * tol)
+    print(f"attention_hopper: output, log-sum-exp and gradients match the fp32 "
+          f"reference on {torch.cuda.get_device_name()} for fp16 and bf16, "
+          "head_dim 64 and 128, seq 128 and 384, causal and not")
 # --8<-- [end:check]
 
 

@@ -1,7 +1,7 @@
-"""Tests of examples/attention_hopper.py, the Gluon (sm_90) attention forward.
+"""Tests of examples/attention_hopper.py, the Gluon (sm_90) attention forward and backward.
 
 Gluon has no interpreter: on the CPU these tests check every refusal (the checks that need no GPU
-come before the device check) and compile the kernel for sm_90; the numerical tests run only on an
+come before the device check) and compile the kernels for sm_90; the numerical tests run only on an
 sm_90 GPU (H100, H200):
 
     python -m pytest -q -p no:randomly tests/test_attention_hopper.py
@@ -12,7 +12,7 @@ import math
 import attention_hopper as ex
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, note
 from hypothesis import strategies as st
 from strategies import SEEDS, T, budget, cover, exact_fp32, expect, launch
 from support import DEVICE, ON_GPU
@@ -279,3 +279,228 @@ def test_gpu_property_matches_the_reference(b, h, blocks, head_dim, dtype, layou
         scale = ex.attention_torch(q_.double(), k_.double(), v_.double().abs(), causal, sm_scale)  # P @ |V|
     # P is rounded to the input dtype before P @ V: an error relative to P @ |V|
     expect(r.out, ref, scale=scale, acc_rtol=torch.finfo(dtype).eps, call=r.call)
+
+
+# --- the backward ------------------------------------------------------------------------------------
+
+def _saved(q):
+    """A valid (do, o, lse) for q: any tensor of q's shape, dtype and device, and an fp32 (B, H, S)."""
+    if not isinstance(q, torch.Tensor) or q.dim() != 4:
+        q = _q()
+    return torch.empty_like(q), torch.empty_like(q), torch.empty(q.shape[:3], device=q.device)
+
+
+BAD_SAVED = [  # (do, o, lse) from a valid triple, error, message
+    (lambda do, o, lse: (None, o, lse), TypeError, "do must be a torch.Tensor, got NoneType"),
+    (lambda do, o, lse: (do, o.numpy(), lse), TypeError, "o must be a torch.Tensor, got ndarray"),
+    (lambda do, o, lse: (do, o, [0.0]), TypeError, "lse must be a torch.Tensor, got list"),
+    (lambda do, o, lse: (do.float(), o, lse), TypeError, "do must have q's dtype torch.float16, got torch.float32"),
+    (lambda do, o, lse: (do, o.bfloat16(), lse), TypeError, "o must have q's dtype"),
+    (lambda do, o, lse: (do[:, :1], o, lse), ValueError, r"do must have q's shape \(1, 2, 128, 64\), got \(1, 1,"),
+    (lambda do, o, lse: (do, o[..., :32], lse), ValueError, r"o must have q's shape"),
+    (lambda do, o, lse: (do, o, lse.half()), ValueError, r"lse must be float32 of shape \(1, 2, 128\) \(the forward"),
+    (lambda do, o, lse: (do, o, lse[..., :64]), ValueError, r"lse must be float32 of shape \(1, 2, 128\)"),
+    (lambda do, o, lse: (do.to("meta"), o, lse), ValueError, "do must be on q's device cpu, got meta"),
+    (lambda do, o, lse: (do, o, lse.to("meta")), ValueError, "lse must be on q's device"),
+]
+
+
+@pytest.mark.parametrize("i", [i for i, (build, _, _) in enumerate(BAD) if "programs" not in build()[3]])
+def test_backward_refuses_what_the_forward_refuses(i):
+    build, error, match = BAD[i]
+    q, k, v, kwargs = build()
+    with pytest.raises(error, match=match):
+        ex.attention_hopper_backward(*_saved(q)[:1], q, k, v, *_saved(q)[1:], **kwargs)
+
+
+@pytest.mark.parametrize("i", range(len(BAD_SAVED)))
+def test_backward_refuses_bad_saved_tensors(i):
+    bad, error, match = BAD_SAVED[i]
+    q = _q()
+    do, o, lse = bad(*_saved(q))
+    with pytest.raises(error, match=match):
+        ex.attention_hopper_backward(do, q, q, q, o, lse)
+
+
+def test_backward_refuses_cpu_tensors_after_the_other_checks(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    q = _q()
+    with pytest.raises(ValueError, match=r"q is on cpu: attention_hopper needs an sm_90 GPU"):
+        ex.attention_hopper_backward(*_saved(q)[:1], q, q, q, *_saved(q)[1:])
+
+
+@gluon_of_triton_36
+@pytest.mark.parametrize("kernel", ["dkdv", "dq"])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_backward_kernels_compile_for_sm90_without_a_gpu(kernel, head_dim):
+    compiled = ex.compile_for_sm90(torch.float16, head_dim, True, kernel)
+    used = ex.hopper_instructions(compiled)
+    assert all(n > 0 for n in used.values()), used
+    assert 0 < compiled.metadata.shared <= 227 * 1024
+
+
+@gluon_of_triton_36
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_delta_kernel_compiles_for_sm90(head_dim):
+    """Its int64 offsets are checked on the GPU (test_gpu_delta_kernel_past_2_31_elements)."""
+    ptx = ex.compile_for_sm90(torch.bfloat16, head_dim, False, "delta").asm["ptx"]
+    assert ".target sm_90a" in ptx and "ld.global" in ptx and "st.global" in ptx
+
+
+def test_compile_for_sm90_names_its_kernels():
+    with pytest.raises(ValueError, match="kernel must be 'forward', 'delta', 'dkdv' or 'dq', got 'dv'"):
+        ex.compile_for_sm90(torch.float16, 64, False, "dv")
+
+
+def grad_reference(q, k, v, do, causal=False, sm_scale=None):
+    """(dq, dk, dv): torch's autograd of the fp32 reference, in q's dtype."""
+    leaves = [t.detach().float().requires_grad_() for t in (q, k, v)]
+    with exact_fp32():
+        out = ex.attention_torch(*leaves, causal, sm_scale).float()
+        grads = torch.autograd.grad(out, leaves, do.float())
+    return tuple(g.to(q.dtype) for g in grads)
+
+
+def assert_grads_close(got, want, dtype):
+    """Each gradient within the dtype's tolerance of the reference, the absolute part scaled by the
+    reference's largest value: each is a sum over the sequence of terms rounded to fp16/bf16."""
+    t = tol(dtype)["rtol"]
+    for name, g, w in zip(("dq", "dk", "dv"), got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype, name
+        scale = max(1.0, w.float().abs().max().item())
+        torch.testing.assert_close(g, w, rtol=t, atol=t * scale, msg=lambda m, n=name: f"{n}: {m}")
+
+
+@requires_sm90
+@pytest.mark.parametrize("seq", [128, 256, 640])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("dtype", HALF)
+def test_gpu_backward_matches_autograd_of_the_reference(dtype, head_dim, causal, seq):
+    q, k, v = qkv(3, 5, seq, head_dim, dtype)
+    do = torch.randn_like(q)
+    o, lse = ex.attention_hopper_forward(q, k, v, causal)
+    got = ex.attention_hopper_backward(do, q, k, v, o, lse, causal)
+    assert_grads_close(got, grad_reference(q, k, v, do, causal), dtype)
+
+
+@requires_sm90
+@pytest.mark.parametrize("causal", [False, True])
+def test_gpu_autograd_runs_the_backward(causal):
+    q, k, v = (t.requires_grad_() for t in qkv(2, 3, 384, 128, torch.bfloat16))
+    out = ex.attention_hopper(q, k, v, causal, 0.2)
+    assert out.requires_grad and out.grad_fn is not None
+    do = torch.randn_like(out)
+    out.backward(do)
+    o, lse = ex.attention_hopper_forward(q.detach(), k.detach(), v.detach(), causal, 0.2)
+    direct = ex.attention_hopper_backward(do, q.detach(), k.detach(), v.detach(), o, lse, causal, 0.2)
+    for leaf, want in zip((q, k, v), direct, strict=True):  # the same kernels: bit for bit
+        torch.testing.assert_close(leaf.grad, want, rtol=0, atol=0)
+    assert_grads_close((q.grad, k.grad, v.grad), grad_reference(q, k, v, do, causal, 0.2), torch.bfloat16)
+
+
+@requires_sm90
+def test_gpu_a_second_derivative_is_refused():
+    """create_graph=True asks for a backward that is itself differentiable: refused, not a silent
+    constant (a loss whose output gradient does not require grad would make it one)."""
+    q, k, v = (t.requires_grad_() for t in qkv(1, 2, 128, 64))
+    with pytest.raises(RuntimeError, match=r"attention_hopper has no double backward \(create_graph=True\)"):
+        torch.autograd.grad(ex.attention_hopper(q, k, v).sum(), (q,), create_graph=True)
+
+
+@requires_sm90
+def test_gpu_no_grad_takes_the_forward_only():
+    q, k, v = (t.requires_grad_() for t in qkv(1, 2, 128, 64))
+    with torch.no_grad():
+        out = ex.attention_hopper(q, k, v)
+    assert out.grad_fn is None and not out.requires_grad
+
+
+@requires_sm90
+def test_gpu_backward_takes_any_output_gradient_layout():
+    """The gradient of out.sum() is an expanded tensor (every stride 0): copied, like a transposed view."""
+    q, k, v = (t.requires_grad_() for t in qkv(2, 3, 256, 64))
+    ex.attention_hopper(q, k, v, True).sum().backward()
+    ones = torch.ones(q.shape, device=DEVICE, dtype=q.dtype)
+    assert_grads_close((q.grad, k.grad, v.grad), grad_reference(q, k, v, ones, True), q.dtype)
+    b, s, h, d = 2, 256, 3, 64  # and inputs and an output gradient in (B, S, H, D) memory
+    q2, k2, v2, do = (torch.randn(b, s, h, d, device=DEVICE, dtype=torch.float16).transpose(1, 2)
+                      for _ in range(4))
+    o, lse = ex.attention_hopper_forward(q2, k2, v2)
+    got = ex.attention_hopper_backward(do, q2, k2, v2, o.transpose(1, 2).contiguous().transpose(1, 2), lse)
+    assert_grads_close(got, grad_reference(q2, k2, v2, do), torch.float16)
+
+
+@requires_sm90
+def test_gpu_backward_grid_is_one_dimensional_past_65535_heads():
+    """70,000 (batch, head) pairs: more than a grid's second axis takes. Each head's gradients are the
+    same, bit for bit, as those of a call on a few heads alone (nothing is shared between heads)."""
+    q, k, v, do = (torch.randn(1, 70_000, 128, 64, device=DEVICE, dtype=torch.float16) for _ in range(4))
+    o, lse = ex.attention_hopper_forward(q, k, v, True)
+    full = ex.attention_hopper_backward(do, q, k, v, o, lse, True)
+    for part in (slice(0, 3), slice(69_997, 70_000)):
+        alone = ex.attention_hopper_backward(*(t[:, part] for t in (do, q, k, v, o, lse)), True)
+        for a, b in zip(full, alone, strict=True):
+            torch.testing.assert_close(a[:, part], b, rtol=0, atol=0)
+
+
+@requires_sm90
+def test_gpu_delta_kernel_past_2_31_elements():
+    """delta = rowsum(dO * O) over 2**25 rows of 128: 2**32 elements, offsets past int32."""
+    rows, d = 2**25, 128
+    o = torch.randn(rows, d, device=DEVICE, dtype=torch.float16)
+    do = torch.randn(rows, d, device=DEVICE, dtype=torch.float16)
+    delta = torch.full((rows,), math.nan, device=DEVICE)
+    ex.attention_hopper_delta_kernel[(rows // ex.DELTA_ROWS,)](o, do, delta, HEAD_D=d, ROWS=ex.DELTA_ROWS,
+                                                               num_warps=4)
+    for part in (slice(0, 4096), slice(rows // 2 - 2048, rows // 2 + 2048), slice(rows - 4096, rows)):
+        want = (o[part].float() * do[part].float()).sum(-1)
+        torch.testing.assert_close(delta[part], want, rtol=1e-4, atol=1e-3)
+    assert not delta.isnan().any()
+
+
+@requires_sm90
+def test_gpu_backward_nan_in_q_spoils_only_what_reads_it():
+    q, k, v = qkv(2, 3, 256, 64)
+    do = torch.randn_like(q)
+    q[1, 2, 77, 5] = math.nan
+    o, lse = ex.attention_hopper_forward(q, k, v)
+    dq, dk, dv = ex.attention_hopper_backward(do, q, k, v, o, lse)
+    row = torch.zeros(q.shape[:3], dtype=torch.bool, device=DEVICE)
+    row[1, 2, 77] = True
+    assert dq[row].isnan().all() and not dq[~row].isnan().any()  # dQ of a row reads only that row's Q
+    head = torch.zeros(q.shape[:2], dtype=torch.bool, device=DEVICE)
+    head[1, 2] = True
+    for g in (dk, dv):  # every key of the head met that query; other heads did not
+        assert g[head].isnan().any() and not g[~head].isnan().any()
+
+
+@requires_sm90
+def test_gpu_backward_empty_batch():
+    q, k, v = qkv(0, 2, 128, 64)
+    o, lse = ex.attention_hopper_forward(q, k, v)
+    grads = ex.attention_hopper_backward(torch.randn_like(q), q, k, v, o, lse)
+    assert all(g.shape == q.shape for g in grads)
+
+
+@requires_sm90
+@budget(0.4)
+@given(b=st.integers(1, 3), h=st.integers(1, 3), blocks=st.integers(1, 4), head_dim=st.sampled_from([64, 128]),
+       dtype=st.sampled_from(HALF), layouts=st.tuples(*[st.sampled_from(LAYOUTS)] * 4), causal=st.booleans(),
+       sm_scale=st.sampled_from([None, 0.05, 1.0]), seed=SEEDS)
+@cover(b=[3, 1], h=[1, 2], blocks=[1, 3], head_dim=[64, 128], dtype=HALF,
+       layouts=[("contiguous",) * 4, tuple(LAYOUTS[1:5])], causal=[True, False], sm_scale=[None, 1.0], seed=[7])
+def test_gpu_property_backward_matches_the_reference(b, h, blocks, head_dim, dtype, layouts, causal, sm_scale,
+                                                     seed):
+    """Any (B, H, 128 * n, D) inputs and output gradient in any layout: the gradients of the fp32
+    reference's autograd."""
+    shape = (b, h, 128 * blocks, head_dim)
+    recipes = [T(shape, dtype, layout, "normal", seed + i) for i, layout in enumerate(layouts)]
+    note(f"reproduce: q, k, v, do = {recipes}; o, lse = attention_hopper_forward(q, k, v, {causal}, "
+         f"{sm_scale}); attention_hopper_backward(do, q, k, v, o, lse, {causal}, {sm_scale})")
+    q, k, v, do = (r.build() for r in recipes)
+    before = [t.clone() for t in (q, k, v, do)]
+    o, lse = ex.attention_hopper_forward(q, k, v, causal, sm_scale)
+    got = ex.attention_hopper_backward(do, q, k, v, o, lse, causal, sm_scale)
+    assert all(torch.equal(a, b) for a, b in zip((q, k, v, do), before, strict=True))  # inputs untouched
+    assert_grads_close(got, grad_reference(q, k, v, do, causal, sm_scale), dtype)
