@@ -72,7 +72,9 @@ def test_the_real_targets_are_valid_and_judge_only_declared_benches():
     assert len(points) > 50
     declared = {name for name, spec in specs.items() if spec.get("x_vals") is not None}
     pending = {b for t, _ in points for b in t.benches if b not in declared}
-    assert pending == set()  # every target judges a measured bench ('pending' names none today)
+    marked = {t["bench"] for spec in results.presentation().values() for t in spec.get("targets", [])
+              if "pending" in t}
+    assert pending == marked  # a target judges an unmeasured bench only where it says why ('pending')
     assert set(targets.TARGET_KEYS) >= {k for spec in results.presentation().values()
                                         for t in spec.get("targets", []) for k in t}
 
