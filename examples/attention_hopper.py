@@ -127,11 +127,9 @@ MAXNREG = 168  # 3 warpgroups x 128 threads x 168 <= 65536 registers of an SM
 LOG2E_GL = gl.constexpr(LOG2E)  # the same constant, for the kernels
 # The backward, head_dim -> the dK/dV kernel's (query rows per step, ring slots)
 # and the dQ kernel's (key rows per step, ring slots)
-# (at head dim 128, 64 query rows per dK/dV step make ptxas spill: dK and dV
-# already take 128 of a consumer thread's registers)
 BWD_CONFIGS = {
     64: {"dkdv": (64, 2), "dq": (128, 2)},
-    128: {"dkdv": (32, 2), "dq": (64, 2)},
+    128: {"dkdv": (64, 2), "dq": (64, 2)},
 }
 DELTA_ROWS = 64  # rows of O and dO per program of the delta kernel
 

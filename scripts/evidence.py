@@ -81,10 +81,11 @@ class Format:
 # --- the arguments, parsed from a page's words ----------------------------------------------------
 
 def parse_file(word: str) -> str:
-    """A file under benchmarks/evidence/: relative, a .json, not climbing out."""
+    """A file under benchmarks/evidence/: relative, a .json (or a result .csv), not climbing out."""
     parts = word.split("/")
-    if not word.endswith(".json") or word.startswith("/") or ".." in parts or "" in parts:
-        raise ResultError(f"expected a .json file under benchmarks/evidence/ (<page>/runNN/<probe>.json), got {word!r}")
+    if not word.endswith((".json", ".csv")) or word.startswith("/") or ".." in parts or "" in parts:
+        raise ResultError("expected a .json (or a result .csv) file under benchmarks/evidence/ "
+                          f"(<page>/runNN/<probe>.json), got {word!r}")
     return word
 
 
@@ -120,8 +121,23 @@ def parse_format(word: str) -> Format:
 
 # --- the data --------------------------------------------------------------------------------------
 
+def _csv_value(text: str):
+    """A CSV cell as JSON would hold it: an int, a float, or the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 @functools.lru_cache(maxsize=32)
 def _load(path: str, stamp: tuple[int, int]) -> dict:
+    if path.endswith(".csv"):  # a benchmark's result rows (scripts/bench.py): each row a point
+        import csv
+
+        with open(path, newline="") as f:
+            return {"points": [{k: _csv_value(v) for k, v in row.items()} for row in csv.DictReader(f)]}
     doc = json.loads(Path(path).read_text())
     if not isinstance(doc, dict) or not isinstance(doc.get("points", []), list):
         raise ResultError(f"{path}: needs a JSON object (its 'points', where it has them, a list)")
@@ -129,7 +145,7 @@ def _load(path: str, stamp: tuple[int, int]) -> dict:
 
 
 def load(base: Path, file: str) -> dict:
-    """The probe's JSON document (read once per version of the file)."""
+    """The probe's JSON document, or a result CSV's rows as its points (read once per version)."""
     path = Path(base) / file
     if not path.is_file():
         raise ResultError(f"no evidence file {file} (under {_shown(base)}/)")

@@ -177,6 +177,22 @@ def test_evidence_plus_sign_and_header_only_files(tmp_path):
         expressions.render("{{ evidence made-up/h.json rows=1 us }}", page)
 
 
+def test_evidence_reads_a_result_csv_row_by_row(tmp_path):
+    # a benchmark's result CSV (scripts/bench.py's columns): each row a point; integral cells
+    # select as written ("x=1024", not "1024.0"), numbers format and divide
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "r.csv").write_text(
+        "bench,x,provider,timing,value\n"
+        "b,1024,ours,do_bench,300.5\nb,1024,peer,do_bench,400\nb,4096,ours,do_bench,1e3\n")
+    page = expressions.Page("benchmarks/x.md", None, evidence_dir=tmp_path)
+    assert expressions.render("{{ evidence run/r.csv bench=b,x=1024,provider=ours value 1f }}", page) == "300.5"
+    assert expressions.render("{{ evidence run/r.csv x=4096 value 0f }}", page) == "1000"
+    assert expressions.render("{{ evidence_ratio run/r.csv x=1024,provider=ours provider=peer value 2x }}",
+                              page) == "0.75x"
+    with pytest.raises(expressions.ExpressionError, match="no point has x='1024.0'; its values: 1024, 4096"):
+        expressions.render("{{ evidence run/r.csv x=1024.0,provider=ours value 1f }}", page)
+
+
 def test_evidence_ratio_divides_two_points_the_second_inheriting_the_first_ones_keys(probe_page):
     a = "what=mm,shape=1024x1024x1024,candidate=tiles+64x128x128+s3"
     assert expressions.render(f"{{{{ evidence_ratio {FILE} {a} candidate=cuBLAS+torch.matmul tflops 3x }}}}",
@@ -201,8 +217,8 @@ def test_evidence_ratio_divides_two_points_the_second_inheriting_the_first_ones_
     (f"evidence {FILE} what=fwd,N=16384,name=row+w8 kernels.fwd_kernel.stalls", "has no field"),
     (f"evidence {FILE} what=fwd,N=16384,name=shipped kernels", "is not one value"),
     ("evidence made-up/run2/probe.json header gpu", "no evidence file made-up/run2/probe.json"),
-    ("evidence ../secrets.json header gpu", "expected a .json file under benchmarks/evidence/"),
-    ("evidence made-up/run1/probe.txt header gpu", "expected a .json file under benchmarks/evidence/"),
+    ("evidence ../secrets.json header gpu", "expected a .json (or a result .csv) file under benchmarks/evidence/"),
+    ("evidence made-up/run1/probe.txt header gpu", "expected a .json (or a result .csv) file under"),
     (f"evidence {FILE} what=fwd,N=16384,name=shipped gbs 2g", "unknown format '2g'; formats: int, <n>f, <n>x"),
     (f"evidence {FILE} what=fwd,N=16384,name=shipped gbs gbs",
      "unknown argument 'gbs'; expected: evidence <file> <selector> <point field> [<format>]"),

@@ -5,8 +5,8 @@ Nsight Compute found the dK/dV kernel spilling at head dim 128 (run 81,
 ``BWD_CONFIGS[128]["dkdv"] = (64, 2)`` (64 query rows per step, two ring slots), stores 44 and
 loads 48 bytes a thread to local memory inside the loop, where each consumer warpgroup already
 holds dK and dV (64 x 128 fp32 each) beside the step's S^T and dP^T. With 32 query rows a step
-the two step tiles halve and ptxas reports no spills, with two or three slots; the example now
-uses (32, 2). This probe times the settings at every head-dim-128 point of the backward
+the two step tiles halve and ptxas reports no spills, with two or three slots; the example used
+(32, 2) when this probe ran (commit 1714b4f, run 82) and went back to (64, 2) after it. This probe times the settings at every head-dim-128 point of the backward
 benchmark, fp16 and bf16, with cuDNN's backward as the reference: candidates ``triton-gluon``
 (the example as it is), ``triton-gluon dkdv 64x2`` (the spilling setting) and
 ``triton-gluon dkdv 32x3``; each one's ``(dq, dk, dv)`` is
