@@ -5,7 +5,9 @@ header (gpu, torch, triton, date, method, ...) and a ``points`` list, one object
 candidate. A page quotes one field of one point (or of the header) through the grammar of
 ``scripts/expressions.py``; this module finds the point and formats the number:
 
-* ``<file>``: the JSON file, relative to ``benchmarks/evidence/`` (``layer-norm/run32/x.json``).
+* ``<file>``: the JSON file, relative to ``benchmarks/evidence/`` (``layer-norm/run32/x.json``);
+  or a benchmark's result CSV kept there (``attention/run80/attention_hopper.csv``), whose rows are
+  the points, each cell its text (a format reads a finite number from it).
 * ``<selector>``: ``key=value,key=value``, matched against each point's fields as text (a number
   as Python prints it, ``N=16384``; ``true``/``false`` for a boolean; a list's items joined with
   ``x``, ``shape=1024x1024x1024``); ``+`` stands for a space (``name=row+w8``), ``%2B`` for a plus
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,23 +124,25 @@ def parse_format(word: str) -> Format:
 
 # --- the data --------------------------------------------------------------------------------------
 
-def _csv_value(text: str):
-    """A CSV cell as JSON would hold it: an int, a float, or the text."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+def _csv_rows(path: str) -> list[dict]:
+    """A result CSV's rows, each cell kept as its text: a selector matches the text as written
+    (``x=1024``), and a format reads a number from it (``_number``)."""
+    import csv
+
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        rows = list(reader)
+    for line, row in enumerate(rows, start=2):
+        if None in row or None in row.values():
+            raise ResultError(f"{Path(path).name}: line {line} has {'more' if None in row else 'fewer'} cells "
+                              f"than the header's {len(reader.fieldnames or [])}")
+    return rows
 
 
 @functools.lru_cache(maxsize=32)
 def _load(path: str, stamp: tuple[int, int]) -> dict:
     if path.endswith(".csv"):  # a benchmark's result rows (scripts/bench.py): each row a point
-        import csv
-
-        with open(path, newline="") as f:
-            return {"points": [{k: _csv_value(v) for k, v in row.items()} for row in csv.DictReader(f)]}
+        return {"points": _csv_rows(path)}
     doc = json.loads(Path(path).read_text())
     if not isinstance(doc, dict) or not isinstance(doc.get("points", []), list):
         raise ResultError(f"{path}: needs a JSON object (its 'points', where it has them, a list)")
@@ -145,7 +150,8 @@ def _load(path: str, stamp: tuple[int, int]) -> dict:
 
 
 def load(base: Path, file: str) -> dict:
-    """The probe's JSON document, or a result CSV's rows as its points (read once per version)."""
+    """The probe's JSON document, or a result CSV's rows as its points, each cell its text
+    (read once per version of the file)."""
     path = Path(base) / file
     if not path.is_file():
         raise ResultError(f"no evidence file {file} (under {_shown(base)}/)")
@@ -222,6 +228,13 @@ def field(obj, path: str, file: str, selector: Selector):
 
 
 def _number(value, path: str, file: str, fmt: Format) -> float:
+    if isinstance(value, str) and file.endswith(".csv"):  # a CSV cell: its text, a finite number
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number):
+            return number
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ResultError(f"{file}: field {path!r} is {value!r}, not a number: format {fmt.word!r} needs one")
     return value

@@ -189,7 +189,8 @@ BENCH_ARG = Arg("<bench>", "a bench's name (the `name` of a spec in a case's `BE
                 benches=lambda v: {v})
 NO_ARGS: tuple[Arg, ...] = ()
 EVIDENCE_FILE = Arg("<file>", "a probe's JSON output, relative to `benchmarks/evidence/` "
-                    "(`layer-norm/run32/layer_norm_hopper.json`): a header and a `points` list", evidence.parse_file)
+                    "(`layer-norm/run32/layer_norm_hopper.json`): a header and a `points` list; or a "
+                    "result CSV kept there, its rows the points", evidence.parse_file)
 SELECTOR_HELP = ("`key=value,key=value` compared with each point's fields as text (`N=16384`; `true`, `false`; "
                  "a list's items joined with `x`: `shape=1024x1024x1024`), `+` for a space (`name=row+w8`), "
                  "`%2B` for a plus sign, `%2C` for a comma; it must match exactly one point. "

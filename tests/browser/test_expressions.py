@@ -178,19 +178,26 @@ def test_evidence_plus_sign_and_header_only_files(tmp_path):
 
 
 def test_evidence_reads_a_result_csv_row_by_row(tmp_path):
-    # a benchmark's result CSV (scripts/bench.py's columns): each row a point; integral cells
-    # select as written ("x=1024", not "1024.0"), numbers format and divide
+    # a benchmark's result CSV (scripts/bench.py's columns): each row a point, each cell its text,
+    # so a selector matches what is written ("x=1024", "tag=007"); a format reads a finite number
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "r.csv").write_text(
-        "bench,x,provider,timing,value\n"
-        "b,1024,ours,do_bench,300.5\nb,1024,peer,do_bench,400\nb,4096,ours,do_bench,1e3\n")
+        "bench,x,provider,timing,value,tag\n"
+        "b,1024,ours,do_bench,300.5,007\nb,1024,peer,do_bench,400,1e5\nb,4096,ours,do_bench,1e3,nan\n")
     page = expressions.Page("benchmarks/x.md", None, evidence_dir=tmp_path)
     assert expressions.render("{{ evidence run/r.csv bench=b,x=1024,provider=ours value 1f }}", page) == "300.5"
     assert expressions.render("{{ evidence run/r.csv x=4096 value 0f }}", page) == "1000"
+    assert expressions.render("{{ evidence run/r.csv tag=007 provider }}", page) == "ours"
     assert expressions.render("{{ evidence_ratio run/r.csv x=1024,provider=ours provider=peer value 2x }}",
                               page) == "0.75x"
     with pytest.raises(expressions.ExpressionError, match="no point has x='1024.0'; its values: 1024, 4096"):
         expressions.render("{{ evidence run/r.csv x=1024.0,provider=ours value 1f }}", page)
+    for words in ("x=4096 tag 1f", "x=1024,provider=ours timing 1f"):  # nan, text: not a number
+        with pytest.raises(expressions.ExpressionError, match="not a number"):
+            expressions.render(f"{{{{ evidence run/r.csv {words} }}}}", page)
+    (tmp_path / "run" / "bad.csv").write_text("bench,x\nb,1\nb\n")
+    with pytest.raises(expressions.ExpressionError, match="bad.csv: line 3 has fewer cells than the header's 2"):
+        expressions.render("{{ evidence run/bad.csv x=1 bench }}", page)
 
 
 def test_evidence_ratio_divides_two_points_the_second_inheriting_the_first_ones_keys(probe_page):

@@ -6,12 +6,21 @@ work, as ``profile_gluon.py`` does for the forward: the backward of
 ``benchmarks/cases/attention_hopper.py`` (``attention_hopper_bwd_*``: the forward once at set-up,
 the profiled call ``torch.autograd.grad``) for ``triton-gluon`` (the delta, dK/dV and dQ kernels
 of ``examples/attention_hopper.py``) and for SDPA's cuDNN backend, at fp16, head dim 64, seq 1024
-(the lowest point in the H100 benchmark) and fp16, head dim 128, seq 4096 (batch 32 x 16). From
+(the lowest fp16 point of the H100 benchmark) and fp16, head dim 128, seq 4096 (batch 32 x 16). From
 the repository root, on an sm_90 GPU with ``ncu``::
 
     OUT=DIR PYTHON=benchmarks/evidence/attention/profile_gluon_bwd.py \\
         bash benchmarks/evidence/overview/profile_missed.sh gluon_bwd_d64_1024 \\
         gluon_bwd_d64_1024_cudnn gluon_bwd_d128_4096 gluon_bwd_d128_4096_cudnn
+
+In run 81 (an H100) that command profiled no kernel: ncu's ``--target-processes
+application-only``, which ``profile_missed.sh`` passes, found none ("No kernels were profiled").
+The run that gave ``run81/profile_gluon_bwd.json`` set ``NCU=/tmp/ncu_all``, a wrapper that
+passes every argument to ``ncu`` but ``application-only``, replaced by ``all``::
+
+    #!/bin/bash
+    args=(); for a in "$@"; do [ "$a" = application-only ] && a=all; args+=("$a"); done
+    exec ncu "${args[@]}"
 """
 
 import importlib.util
