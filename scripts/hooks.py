@@ -381,6 +381,10 @@ def examples_table(build: pages.Build, page_path: str, data: results.Results | N
                            data, notebook_title, ROOT)
 
 
+# Material's search multiplies a page's score by its `search: boost`: the teaching pages get this one
+TEACHING_SEARCH_BOOST = 2
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
     """Render the page's expressions (scripts/expressions.py), add a table under each plot, and put
     the notices (results older than their example, points a second run did not reproduce) on top."""
@@ -409,6 +413,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         if block:
             markdown = pages.insert_after_title(markdown, block)
     check_teaching(path, markdown, source)
+    if teaching.is_teaching(path):  # a word's explanation ranks above a table of numbers that names it
+        page.meta.setdefault("search", {}).setdefault("boost", TEACHING_SEARCH_BOOST)
     return markdown
 
 

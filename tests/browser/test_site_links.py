@@ -180,6 +180,18 @@ def test_generated_data_stays_out_of_the_search_index(site_dir):
     assert "The numbers behind this plot" in (SITE / "kernels" / "softmax" / "index.html").read_text()
 
 
+def test_teaching_pages_rank_above_the_benchmarks_pages_in_search():
+    """Every section of a teaching page carries the hooks' search boost, no Benchmarks page does
+    (Material multiplies a match's score by it)."""
+    from scripts.hooks import TEACHING_SEARCH_BOOST
+
+    docs = _search_index()["docs"]
+    boosts = {d["location"].split("#")[0]: d.get("boost") for d in docs}
+    assert boosts["guide/tiles-and-programs/"] == TEACHING_SEARCH_BOOST > 1
+    assert boosts["kernels/attention-hopper-backward/"] == TEACHING_SEARCH_BOOST
+    assert not [loc for loc, b in boosts.items() if loc.startswith("benchmarks/") and b], "a Benchmarks page boosted"
+
+
 @pytest.mark.browser
 def test_search_finds_the_chapter_that_explains_num_warps_first(base_url, page):
     """Material's own search, in the browser: `num_warps` leads to the chapter that explains
