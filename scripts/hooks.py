@@ -413,8 +413,9 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         if block:
             markdown = pages.insert_after_title(markdown, block)
     check_teaching(path, markdown, source)
-    if teaching.is_teaching(path):  # a word's explanation ranks above a table of numbers that names it
-        page.meta.setdefault("search", {}).setdefault("boost", TEACHING_SEARCH_BOOST)
+    meta = getattr(page, "meta", None)  # a page stand-in of a test may have none
+    if teaching.is_teaching(path) and meta is not None:  # an explanation ranks above a table naming it
+        meta.setdefault("search", {}).setdefault("boost", TEACHING_SEARCH_BOOST)
     return markdown
 
 
