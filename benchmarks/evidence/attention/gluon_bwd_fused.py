@@ -208,7 +208,7 @@ def fused_backward(do, q, k, v, o, lse, causal: bool = False):
     delta = torch.empty_like(lse)
     attention_hopper_delta_kernel[(B * H * S // DELTA_ROWS,)](
         o, do, delta, HEAD_D=D, ROWS=DELTA_ROWS, num_warps=4)
-    dkdv_descs, _ = _bwd_descriptors(q, k, v, do, dq_acc, dk, dv)
+    dkdv_descs, _ = _bwd_descriptors(q, k, v, do, dk, dk, dv)  # (dQ's descriptor unused: dk)
     fused_bwd_kernel[(B * H * (S // (2 * WG_M)),)](
         *dkdv_descs, lse, delta, dq_acc, S, sm_scale * LOG2E, sm_scale, HEAD_D=D,
         STAGES=stages, CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
