@@ -276,10 +276,9 @@ def small_check(device) -> None:
 
 
 def main() -> None:
-    from hopper_bwd import METHOD, points
+    from hopper_bwd import METHOD, backward_flops, backward_inputs, points
 
     from scripts.probe_common import (
-        attention_inputs,
         probe_args,
         probe_header,
         run_points,
@@ -296,19 +295,14 @@ def main() -> None:
     from benchmarks.cases.attention import BATCH, HEADS, SDPA_BACKENDS, _sdpa
 
     def setup(pt):
-        q, k, v = attention_inputs(pt, BATCH, HEADS, device, args.smoke)
-        causal, seq, d = pt["causal"], pt["seq"], pt["head_dim"]
-        do = torch.randn(q.shape, device=device, dtype=q.dtype,
-                         generator=torch.Generator(device=device).manual_seed(seq + 1))
-        torch.cuda.empty_cache()
-        leaves = tuple(t.clone().requires_grad_(True) for t in (q, k, v))
+        q, k, v, do, leaves = backward_inputs(pt, device, args.smoke)
+        causal = pt["causal"]
         out = _sdpa(*leaves, causal, SDPA_BACKENDS["sdpa-cudnn"])
         o, lse = ex.attention_hopper_forward(q, k, v, causal)
         fns = {"sdpa-cudnn": lambda: torch.autograd.grad(out, leaves, do, retain_graph=True),
                "triton-gluon": lambda: ex.attention_hopper_backward(do, q, k, v, o, lse, causal),
                "gluon fused": lambda: fused_backward(do, q, k, v, o, lse, causal)}
-        flops = 2.5 * 4.0 * q.shape[0] * q.shape[1] * seq * seq * d * (0.5 if causal else 1)
-        return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), flops
+        return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt)
 
     pts = [pt for pt in points() if pt["pass"] == "bwd"
            and (pt["head_dim"] == 64 or pt["dtype"] == "fp16")]

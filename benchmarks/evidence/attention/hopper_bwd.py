@@ -67,9 +67,27 @@ def with_configs(ex, head_dim, cfg, fn):
     return run
 
 
+def backward_inputs(pt, device, smoke=False):
+    """(q, k, v, dO, leaves) of a backward point: the benchmark's seeded q, k, v (batch 32 x 16
+    heads), dO seeded with seq + 1, and copies of q, k, v that require grad (for autograd)."""
+    from benchmarks.cases.attention import BATCH, HEADS
+    from scripts.probe_common import attention_inputs
+
+    q, k, v = attention_inputs(pt, BATCH, HEADS, device, smoke)
+    do = torch.randn(q.shape, device=device, dtype=q.dtype,
+                     generator=torch.Generator(device=device).manual_seed(pt["seq"] + 1))
+    torch.cuda.empty_cache()
+    return q, k, v, do, tuple(t.clone().requires_grad_(True) for t in (q, k, v))
+
+
+def backward_flops(q, pt, factor=2.5):
+    """FLOPs of a point: factor x the forward's 4 * B * H * S^2 * D, halved under the mask."""
+    return factor * 4.0 * q.shape[0] * q.shape[1] * pt["seq"] ** 2 * pt["head_dim"] * (
+        0.5 if pt["causal"] else 1)
+
+
 def main() -> None:
     from scripts.probe_common import (
-        attention_inputs,
         probe_args,
         probe_header,
         run_points,
@@ -86,12 +104,8 @@ def main() -> None:
     from benchmarks.cases.attention import BATCH, HEADS, SDPA_BACKENDS, _sdpa
 
     def setup(pt):
-        q, k, v = attention_inputs(pt, BATCH, HEADS, device, args.smoke)
-        causal, seq, d = pt["causal"], pt["seq"], pt["head_dim"]
-        do = torch.randn(q.shape, device=device, dtype=q.dtype,
-                         generator=torch.Generator(device=device).manual_seed(seq + 1))
-        torch.cuda.empty_cache()
-        leaves = tuple(t.clone().requires_grad_(True) for t in (q, k, v))
+        q, k, v, do, leaves = backward_inputs(pt, device, args.smoke)
+        causal, d = pt["causal"], pt["head_dim"]
 
         def sdpa(backend):
             return _sdpa(*leaves, causal, SDPA_BACKENDS[backend])
@@ -116,8 +130,7 @@ def main() -> None:
                    "triton-gluon": lambda: torch.autograd.grad(
                        ex.attention_hopper(*leaves, causal), leaves, do)}
             factor = 3.5
-        flops = factor * 4.0 * q.shape[0] * q.shape[1] * seq * seq * d * (0.5 if causal else 1)
-        return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), flops
+        return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt, factor)
 
     rows, skipped = run_points(list(points()), setup, PASSES, timing, args.budget,
                                "sdpa-cudnn", graphs=(False,))

@@ -23,16 +23,11 @@ passes every argument to ``ncu`` but ``application-only``, replaced by ``all``::
     exec ncu "${args[@]}"
 """
 
-import importlib.util
 import sys
+from pathlib import Path
 
-
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("profile_missed", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["profile_missed"] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from scripts.probe_common import profile_missed_with  # noqa: E402
 
 
 def cases(Case) -> dict:
@@ -51,6 +46,4 @@ def cases(Case) -> dict:
 
 
 if __name__ == "__main__":
-    probe = load(sys.argv[1])
-    probe.CASES.update(cases(probe.Case))
-    raise SystemExit(probe.main(sys.argv[2:]))
+    raise SystemExit(profile_missed_with(cases))
