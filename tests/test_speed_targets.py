@@ -75,6 +75,7 @@ def test_the_real_targets_are_valid_and_judge_only_declared_benches():
     marked = {t["bench"] for spec in results.presentation().values() for t in spec.get("targets", [])
               if "pending" in t}
     assert pending == marked  # a target judges an unmeasured bench only where it says why ('pending')
+    assert marked <= set(results.presentation())  # and names a bench that presentation.yml declares
     assert set(targets.TARGET_KEYS) >= {k for spec in results.presentation().values()
                                         for t in spec.get("targets", []) for k in t}
 

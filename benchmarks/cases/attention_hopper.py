@@ -7,7 +7,8 @@ it). FLOPs: two matmuls of ``seq x seq x head_dim`` per (batch, head), ``4 * B *
 half of it when causal; a backward counts 2.5 times that (five matmuls for the forward's two).
 
 A backward point times the backward alone, as the attention case does: each provider runs its
-forward once at set-up with autograd recording, and ``fn`` calls
+forward once with autograd recording (``triton-gluon`` when the point is built, the peers at
+their first call, the output check), and ``fn`` calls
 ``torch.autograd.grad(out, (q, k, v), do, retain_graph=True)``. The peers' backward points are
 the attention case's own (``benchmarks.cases.attention.bench_case``); ``triton-gluon`` is the same
 with ``attention_hopper`` as the forward, so its backward runs the Gluon kernels.
@@ -33,8 +34,8 @@ BATCH, HEADS = 32, 16
 SEQS = [1024, 4096]
 LONG_SEQS = [1024, 4096, 16384]
 PROVIDERS = ["triton-gluon", "triton", "sdpa", "sdpa-flash", "sdpa-cudnn"]
-# a backward point holds every provider's inputs, output and saved tensors at once (5 GB each at
-# 16384 tokens): "sdpa", PyTorch's pick, is one of the two forced backends, so it is left out there
+# "sdpa", PyTorch's pick, is one of the two forced backends: the backward leaves it out (a backward
+# point holds every provider's q, k, v, dO and output at once, about 11 GB each at 16384 tokens)
 BWD_PROVIDERS = ["triton-gluon", "triton", "sdpa-flash", "sdpa-cudnn"]
 
 
