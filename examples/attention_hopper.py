@@ -652,8 +652,13 @@ def attention_hopper_forward(q, k, v, causal: bool = False,
     log-sum-exp of each query row's scaled scores. programs: how many programs
     walk the work units (None: one per SM)."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale, programs)
-    B, H, S, D = q.shape
     q, k, v = _tma_operand(q), _tma_operand(k), _tma_operand(v)
+    return _forward(q, k, v, causal, sm_scale, programs)
+
+
+def _forward(q, k, v, causal: bool, sm_scale: float, programs: int | None):
+    """attention_hopper_forward after its checks, q, k and v readable by TMA."""
+    B, H, S, D = q.shape
     o = torch.empty((B, H, S, D), device=q.device, dtype=q.dtype)
     lse = torch.empty((B, H, S), device=q.device, dtype=torch.float32)
     if o.numel() == 0:
@@ -676,7 +681,7 @@ def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = Non
     128 (a non-contiguous view is copied first); sm_scale defaults to 1/sqrt(D);
     programs: how many programs walk the forward's work units (None: one per
     SM). Needs an sm_90 GPU. When an input requires grad, autograd's backward
-    runs `attention_hopper_backward`.
+    runs the kernels of `attention_hopper_backward`.
     """
     if torch.is_grad_enabled() and any(
             isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v)):
@@ -1025,7 +1030,10 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, lse_ptr
 # (batch, head), in a one-dimensional grid (a grid's second and third axes stop
 # at 65535, which `batch * heads` may pass). The CTAs of one head are
 # neighbours, so the Q and dO (or K and V) they all read stay in L2.
-# `AttentionHopperFunction` wires the two passes into autograd.
+# `AttentionHopperFunction` wires the two passes into autograd. It saves the
+# tensors the forward's kernel read (a copy, where the input was a view TMA
+# cannot read), so its backward starts at `_backward`: no second round of
+# checks and copies.
 
 
 # %%
@@ -1034,10 +1042,14 @@ def _bwd_descriptors(q, k, v, do, dq, dk, dv):
     """The TMA descriptors of the dK/dV kernel and of the dQ kernel."""
     rows, d = q.numel() // q.shape[-1], q.shape[-1]
     bm, bn = BWD_CONFIGS[d]["dkdv"][0], BWD_CONFIGS[d]["dq"][0]
+    built = {}  # one descriptor per (tensor, tile), shared where both kernels take it
 
     def desc(t, block):
-        layout = _smem_layout(block, d, t.dtype)
-        return TensorDescriptor(t, [rows, d], [d, 1], [block, d], layout)
+        if (id(t), block) not in built:
+            layout = _smem_layout(block, d, t.dtype)
+            built[id(t), block] = TensorDescriptor(t, [rows, d], [d, 1], [block, d],
+                                                   layout)
+        return built[id(t), block]
 
     return ((desc(q, bm), desc(k, WG_M), desc(v, WG_M), desc(do, bm), desc(dk, WG_M),
              desc(dv, WG_M)),
@@ -1051,9 +1063,15 @@ def attention_hopper_backward(do, q, k, v, o, lse, causal: bool = False,
     forward's o and lse (attention_hopper_forward). Same constraints as the
     forward; do and o may be any layout (copied where TMA cannot read them)."""
     sm_scale = _check_inputs(q, k, v, causal, sm_scale, saved=(do, o, lse))
+    q, k, v, o = (_tma_operand(t) for t in (q, k, v, o))
+    return _backward(do, q, k, v, o, lse.contiguous(), causal, sm_scale)
+
+
+def _backward(do, q, k, v, o, lse, causal: bool, sm_scale: float):
+    """attention_hopper_backward after its checks: q, k, v and o readable by TMA,
+    lse contiguous; do (autograd's output gradient) may be any layout."""
     B, H, S, D = q.shape
-    q, k, v, o, do = (_tma_operand(t) for t in (q, k, v, o, do))
-    lse = lse.contiguous()
+    do = _tma_operand(do)
     dq, dk, dv = (torch.empty(q.shape, device=q.device, dtype=q.dtype) for _ in "qkv")
     if q.numel() == 0:
         return dq, dk, dv
@@ -1077,7 +1095,11 @@ class AttentionHopperFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, causal, sm_scale, programs):
-        o, lse = attention_hopper_forward(q, k, v, causal, sm_scale, programs=programs)
+        sm_scale = _check_inputs(q, k, v, causal, sm_scale, programs)
+        q, k, v = _tma_operand(q), _tma_operand(k), _tma_operand(v)
+        o, lse = _forward(q, k, v, causal, sm_scale, programs)
+        # what the kernels read is kept (a copy of a view, not the view): the backward
+        # neither checks nor copies it again
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.sm_scale = causal, sm_scale
         return o
@@ -1087,9 +1109,7 @@ class AttentionHopperFunction(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph=True: no kernel for a grad of a grad
             raise RuntimeError("attention_hopper has no double backward "
                                "(create_graph=True)")
-        q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = attention_hopper_backward(do, q, k, v, o, lse, ctx.causal,
-                                               ctx.sm_scale)
+        dq, dk, dv = _backward(do, *ctx.saved_tensors, ctx.causal, ctx.sm_scale)
         return dq, dk, dv, None, None, None
 # --8<-- [end:bwd-launcher]
 

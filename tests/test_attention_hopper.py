@@ -400,6 +400,30 @@ def test_gpu_autograd_runs_the_backward(causal):
 
 
 @requires_sm90
+def test_gpu_autograd_keeps_what_the_kernels_read():
+    """Views TMA cannot read are copied once, in the forward: the copies are saved (the backward
+    neither checks nor copies them again) and the gradients reach the views' leaves. A
+    contiguous input is saved itself, so an in-place change before backward is still caught."""
+    b, s, h, d = 2, 256, 3, 64
+    q, k, v = (torch.randn(b, s, h, d, device=DEVICE, dtype=torch.float16).requires_grad_()
+               for _ in range(3))
+    out = ex.attention_hopper(*(t.transpose(1, 2) for t in (q, k, v)), True)
+    saved = out.grad_fn.saved_tensors
+    assert all(t.is_contiguous() for t in saved[:3])
+    do = torch.randn_like(out)
+    out.backward(do)
+    want = grad_reference(*(t.transpose(1, 2) for t in (q, k, v)), do, True)
+    assert_grads_close(tuple(t.grad.transpose(1, 2) for t in (q, k, v)), want, torch.float16)
+    q2, k2, v2 = (t.requires_grad_() for t in qkv(1, 2, 128, 64))
+    out2 = ex.attention_hopper(q2, k2, v2)
+    assert out2.grad_fn.saved_tensors[0].data_ptr() == q2.data_ptr()
+    with torch.no_grad():
+        q2.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out2.sum().backward()
+
+
+@requires_sm90
 def test_gpu_a_second_derivative_is_refused():
     """create_graph=True asks for a backward that is itself differentiable: refused, not a silent
     constant (a loss whose output gradient does not require grad would make it one)."""

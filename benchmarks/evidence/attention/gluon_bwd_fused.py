@@ -11,7 +11,8 @@ This probe does the same in Gluon:
   ``dS^T`` (its 64 keys x 64 queries, 16-bit) in its own shared-memory tile, and a third wgmma
   reads it transposed, ``dQ_part = dS K`` (64 queries x head_dim, fp32, ``K`` the tile the
   consumer already holds); the part, times ``sm_scale``, goes into an fp32 ``dq_acc`` with
-  relaxed ``atomic_add`` (``red.global.add.f32``), int64 offsets;
+  relaxed ``atomic_add`` (two fp32 per instruction, ``atom.global.gpu.relaxed.add.v2.f32``, once
+  the pointer's 16-byte alignment is known, as at a launch), int64 offsets;
 * ``delta`` from the example's kernel, ``dq_acc`` zeroed before and rounded to the input dtype
   after (``dq_acc.to(dtype)``: one elementwise kernel, like cuDNN's conversion).
 
@@ -20,6 +21,12 @@ Candidates at the head-dim-64 points of the backward benchmark and at fp16 head 
 ``gluon fused`` (this file); each one's ``(dq, dk, dv)`` is checked against cuDNN's before it is
 timed (the tolerances, inputs and timing of ``hopper_bwd.py``). The fused kernel is first checked
 on small shapes (1 x 2 heads, 128 and 384 tokens, causal and not) against the fp32 reference.
+
+The ablation (``ablation``, after the points): where the one pass's time goes. At three
+non-causal fp16 points, do_bench times the fused backward as it is, the same kernel with dQ's
+parts written with plain stores instead of atomic adds (``ATOMIC=False``: the same bytes, a
+wrong dQ, so it is timed, not checked) and the example's dK/dV kernel alone (``delta`` first,
+as in the backward); the rows also carry the bytes the atomics add per call.
 
 Usage (repository root): on an sm_90 GPU ``python benchmarks/evidence/attention/gluon_bwd_fused.py
 --out DIR [--budget S]``; anywhere ``python benchmarks/evidence/attention/gluon_bwd_fused.py
@@ -66,7 +73,7 @@ HEAD_DIMS = (64, 128)
 def _fused_step(i, k_wg, v_wg, ds_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
                 dq_ptr, dk, dv, keys, cols, qrows, dcols, row_q0, m_lo, qk_scale, sm_scale,
                 MASK: gl.constexpr, STAGES: gl.constexpr, st_layout: gl.constexpr,
-                op_layout: gl.constexpr, acc_layout: gl.constexpr):
+                op_layout: gl.constexpr, acc_layout: gl.constexpr, ATOMIC: gl.constexpr):
     """Query block m_lo + i against this warpgroup's 64 keys: dK, dV updated, dQ added."""
     STEP_M: gl.constexpr = q_bufs.type.shape[1]
     ROWS: gl.constexpr = k_wg.type.shape[0]
@@ -99,8 +106,11 @@ def _fused_step(i, k_wg, v_wg, ds_wg, q_bufs, do_bufs, ready, empty, lse_ptr, de
     dv, dk, dq, p_op, ds_op = warpgroup_mma_wait(0, deps=(dv, dk, dq, p_op, ds_op))
     mbarrier.arrive(empty.index(slot))  # Q and dO of this slot are read no more
     rows = (row_q0 + m0 + qrows).to(gl.int64) * HEAD_D
-    gl.atomic_add(dq_ptr + gl.expand_dims(rows, 1) + gl.expand_dims(dcols, 0), dq * sm_scale,
-                  sem="relaxed")
+    dq_ptrs = dq_ptr + gl.expand_dims(rows, 1) + gl.expand_dims(dcols, 0)
+    if ATOMIC:
+        gl.atomic_add(dq_ptrs, dq * sm_scale, sem="relaxed")
+    else:  # the ablation: the same bytes stored, not added (a wrong dQ, timed only)
+        gl.store(dq_ptrs, dq * sm_scale)
     return dk, dv
 
 
@@ -108,7 +118,7 @@ def _fused_step(i, k_wg, v_wg, ds_wg, q_bufs, do_bufs, ready, empty, lse_ptr, de
 def _fused_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, dq_ptr, q_bufs, do_bufs, k_smem,
                     v_smem, ds_smem, kv_bar, ready, empty, row_kv, row_q0, key0, m_lo, n_m,
                     n_diag, qk_scale, sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
-                    STAGES: gl.constexpr):
+                    STAGES: gl.constexpr, ATOMIC: gl.constexpr):
     STEP_M: gl.constexpr = q_bufs.type.shape[1]
     ROWS: gl.constexpr = k_smem.type.shape[1]  # keys per consumer
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -131,12 +141,12 @@ def _fused_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, dq_ptr, q_bufs, do_buf
         dk, dv = _fused_step(i, k_wg, v_wg, ds_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
                              delta_ptr, dq_ptr, dk, dv, keys, cols, qrows, dcols, row_q0,
                              m_lo, qk_scale, sm_scale, True, STAGES, st_layout, op_layout,
-                             acc_layout)
+                             acc_layout, ATOMIC)
     for i in range(n_diag, n_m):
         dk, dv = _fused_step(i, k_wg, v_wg, ds_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
                              delta_ptr, dq_ptr, dk, dv, keys, cols, qrows, dcols, row_q0,
                              m_lo, qk_scale, sm_scale, False, STAGES, st_layout, op_layout,
-                             acc_layout)
+                             acc_layout, ATOMIC)
     # K and V are read no more: their tiles carry dK and dV out
     k_wg.store((dk * sm_scale).to(k_wg.dtype))
     v_wg.store(dv.to(v_wg.dtype))
@@ -149,7 +159,7 @@ def _fused_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, dq_ptr, q_bufs, do_buf
 @gluon.jit
 def fused_bwd_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc, lse_ptr, delta_ptr,
                      dq_ptr, seq_len, qk_scale, sm_scale, HEAD_D: gl.constexpr,
-                     STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+                     STAGES: gl.constexpr, CAUSAL: gl.constexpr, ATOMIC: gl.constexpr = True):
     STEP_M: gl.constexpr = q_desc.block_type.shape[0]
     ROWS: gl.constexpr = k_desc.block_type.shape[0]
     BLOCK_KV: gl.constexpr = 2 * ROWS  # two consumers' keys
@@ -187,18 +197,19 @@ def fused_bwd_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc, lse_ptr,
         (_fused_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, dq_ptr, q_bufs, do_bufs,
                            k_smem, v_smem, ds_smem, kv_bar, ready, empty, row_kv, row_q0,
                            j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D,
-                           STAGES)),
+                           STAGES, ATOMIC)),
         (_fused_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, dq_ptr, q_bufs, do_bufs,
                            k_smem, v_smem, ds_smem, kv_bar, ready, empty, row_kv, row_q0,
                            j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D,
-                           STAGES)),
+                           STAGES, ATOMIC)),
         (_dkdv_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_smem,
                           kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
 
 
-def fused_backward(do, q, k, v, o, lse, causal: bool = False):
-    """(dq, dk, dv) for contiguous (B, H, S, D) fp16/bf16 inputs, S a multiple of 128."""
+def fused_backward(do, q, k, v, o, lse, causal: bool = False, atomic: bool = True):
+    """(dq, dk, dv) for contiguous (B, H, S, D) fp16/bf16 inputs, S a multiple of 128.
+    atomic=False: the ablation, dQ's parts stored instead of added (dq is wrong)."""
     B, H, S, D = q.shape
     sm_scale = D ** -0.5
     step, stages = BWD_CONFIGS[D]["dkdv"]
@@ -211,13 +222,14 @@ def fused_backward(do, q, k, v, o, lse, causal: bool = False):
     dkdv_descs, _ = _bwd_descriptors(q, k, v, do, dk, dk, dv)  # (dQ's descriptor unused: dk)
     fused_bwd_kernel[(B * H * (S // (2 * WG_M)),)](
         *dkdv_descs, lse, delta, dq_acc, S, sm_scale * LOG2E, sm_scale, HEAD_D=D,
-        STAGES=stages, CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
+        STAGES=stages, CAUSAL=causal, ATOMIC=atomic, num_warps=4, maxnreg=MAXNREG)
     return dq_acc.to(q.dtype), dk, dv
 
 
 def compile_report() -> None:
     import triton
     from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
 
@@ -231,17 +243,22 @@ def compile_report() -> None:
             sig = {n: mangle_type(x) for n, x in zip(names, descs, strict=True)}
             sig.update({"lse_ptr": "*fp32", "delta_ptr": "*fp32", "dq_ptr": "*fp32",
                         "seq_len": "i32", "qk_scale": "fp32", "sm_scale": "fp32"})
+            # what a launch knows: the pointers 16-byte aligned, seq_len a multiple of 16
+            backend = CUDABackend(GPUTarget("cuda", 90, 32))
+            attrs = {(list(sig).index(n),): backend.parse_attr("D")
+                     for n in ("lse_ptr", "delta_ptr", "dq_ptr", "seq_len")}
             for causal in (False, True):
-                cx = {"HEAD_D": d, "STAGES": BWD_CONFIGS[d]["dkdv"][1], "CAUSAL": causal}
+                cx = {"HEAD_D": d, "STAGES": BWD_CONFIGS[d]["dkdv"][1], "CAUSAL": causal,
+                      "ATOMIC": True}
                 sig.update(dict.fromkeys(cx, "constexpr"))
-                src = GluonASTSource(fused_bwd_kernel, sig, constexprs=cx)
+                src = GluonASTSource(fused_bwd_kernel, sig, constexprs=cx, attrs=attrs)
                 k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                                    options={"num_warps": 4, "maxnreg": MAXNREG})
                 ptx = k.asm["ptx"]
                 print(dtype, f"d{d}", "causal" if causal else "full", ptxas_usage(ptx),
                       f"shared {k.metadata.shared}", "wgmma", ptx.count("wgmma.mma_async"),
-                      "red.f32", ptx.count("red.global") + ptx.count("red.relaxed"),
-                      "atom", ptx.count("atom.global"), flush=True)
+                      "atom.v2.f32", ptx.count("atom.global.gpu.relaxed.add.v2.f32"),
+                      "atom (all)", ptx.count("atom.global"), flush=True)
 
 
 def small_check(device) -> None:
@@ -314,7 +331,58 @@ def main() -> None:
                           bwd_configs={str(k): v for k, v in BWD_CONFIGS.items()},
                           batch=BATCH, heads=HEADS, passes=PASSES, budget_s=args.budget,
                           skipped=skipped)
+    rows += ablation(device, timing)
     write_points(args.out / "gluon_bwd_fused.json", header, rows)
+
+
+ABLATION_POINTS = [{"dtype": "fp16", "head_dim": d, "causal": False, "seq": s, "pass": "bwd"}
+                   for d, s in ((64, 1024), (64, 4096), (128, 4096))]
+
+
+def ablation(device, timing) -> list[dict]:
+    """Rows of the ablation (module docstring): do_bench ms of each variant, interleaved."""
+    rows = []
+    for pt in ABLATION_POINTS:
+        rows += _ablation_point(pt, device, timing)
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _ablation_point(pt, device, timing) -> list[dict]:
+    import attention_hopper as ex
+    from hopper_bwd import backward_inputs
+
+    from scripts.probe_common import time_interleaved
+
+    q, k, v, do, _ = backward_inputs(pt, device)
+    o, lse = ex.attention_hopper_forward(q, k, v)
+    B, H, S, D = q.shape
+    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+    delta = torch.empty_like(lse)
+    dkdv_descs, _ = ex._bwd_descriptors(q, k, v, do, dq, dk, dv)
+
+    def dkdv_alone():
+        ex.attention_hopper_delta_kernel[(B * H * S // DELTA_ROWS,)](
+            o, do, delta, HEAD_D=D, ROWS=DELTA_ROWS, num_warps=4)
+        ex.attention_hopper_dkdv_kernel[(B * H * (S // ex.BLOCK_M),)](
+            *dkdv_descs, lse, delta, S, D ** -0.5 * LOG2E, D ** -0.5, HEAD_D=D,
+            STAGES=BWD_CONFIGS[D]["dkdv"][1], CAUSAL=False, num_warps=4, maxnreg=MAXNREG)
+
+    fns = {"gluon fused": lambda: fused_backward(do, q, k, v, o, lse),
+           "gluon fused, dQ stored not added": lambda: fused_backward(do, q, k, v, o, lse,
+                                                                     atomic=False),
+           "dK/dV kernel alone (with delta)": dkdv_alone}
+    ms = time_interleaved(fns, PASSES, timing, graphs=(False,))
+    added = S // WG_M * q.numel() * 4  # every 64 keys add a full fp32 dQ of their head
+    rows = []
+    for name in fns:
+        runs = sorted(ms[(name, False)])
+        rows.append({"candidate": name, **pt, "ablation": True,
+                     "ms_do_bench": round(runs[len(runs) // 2], 5),
+                     "spread_do_bench": round(runs[-1] / runs[0] - 1, 4),
+                     "dq_bytes_added": added if "fused" in name else 0})
+        print(rows[-1], flush=True)
+    return rows
 
 
 if __name__ == "__main__":

@@ -13,7 +13,13 @@ head dim 64, 1024 tokens, batch 32 x 16 heads, not causal):
 * parts: the input checks, building the TMA descriptors, one kernel launch with descriptors
   built beforehand, the three backward launches, ``torch.empty`` of the outputs;
 * the floor: the launch of a kernel that does nothing, with one pointer argument, in Triton
-  and in Gluon.
+  and in Gluon, and autograd around a Python ``torch.autograd.Function`` that does nothing
+  (its forward a view, its backward the gradient it is given).
+
+The parts timed alone add up to less than the whole call, so the parts are also timed inside
+the calls (``in_context``): the example's checks, descriptor builders, ``_tma_operand``,
+``torch.empty`` and kernel launches are wrapped with a clock for 200 calls, and each row gives
+the mean microseconds per call spent in each, and in the rest of the call.
 
 Then ``cProfile`` over 200 forward calls and 200 backward calls: the functions that take the
 host time, by their own time (``tottime``), in ``hopper_host_profile.txt``.
@@ -35,7 +41,6 @@ sys.path[:0] = [str(ROOT / "examples"), str(ROOT)]
 
 import torch  # noqa: E402
 import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
 from triton.experimental import gluon  # noqa: E402
 
 PASSES = 3
@@ -51,6 +56,16 @@ METHOD = ("Host time per call: scripts/bench.py's time_host_call (queue drained,
 @triton.jit
 def _noop_triton(p):
     pass
+
+
+class _Identity(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
 
 
 @gluon.jit
@@ -98,7 +113,11 @@ def candidates(device):
             *dq_descs, lse, delta, *scales, HEAD_D=D, STAGES=bcfg["dq"][1],
             CAUSAL=False, num_warps=4, maxnreg=ex.MAXNREG)
 
+    leaf = q.clone().requires_grad_(True)
+    out_identity = _Identity.apply(leaf)
     fns = {
+        "autograd around a Python Function that does nothing": lambda: torch.autograd.grad(
+            out_identity, leaf, do, retain_graph=True),
         "sdpa-cudnn forward": lambda: _sdpa(q, k, v, False, SDPA_BACKENDS["sdpa-cudnn"]),
         "gluon forward": lambda: ex.attention_hopper_forward(q, k, v),
         "gluon forward: checks": lambda: ex._check_inputs(q, k, v, False, None),
@@ -119,7 +138,79 @@ def candidates(device):
         "noop launch, gluon": lambda: _noop_gluon[(1,)](q, num_warps=4),
     }
     profiled = {"gluon forward": fns["gluon forward"], "gluon backward": fns["gluon backward"]}
-    return fns, profiled
+    staged = {name: fns[name] for name in ("gluon forward", "gluon backward",
+                                           "gluon backward (autograd)")}
+    return fns, profiled, staged
+
+
+class _Clock:
+    """Wraps the example's helpers and kernels: microseconds spent in each, summed."""
+
+    HELPERS = ("_check_inputs", "_descriptors", "_bwd_descriptors", "_tma_operand")
+    KERNELS = ("attention_hopper_kernel", "attention_hopper_delta_kernel",
+               "attention_hopper_dkdv_kernel", "attention_hopper_dq_kernel")
+
+    def __init__(self, ex):
+        import time
+
+        self.ex, self.spent, self.saved, self.now = ex, {}, {}, time.perf_counter
+
+    def _timed(self, name, fn):
+        def run(*args, **kwargs):
+            t0 = self.now()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[name] = self.spent.get(name, 0.0) + self.now() - t0
+        return run
+
+    def __enter__(self):
+        clock, ex = self, self.ex
+        for name in self.HELPERS + self.KERNELS:
+            self.saved[name] = getattr(ex, name)
+        for name in self.HELPERS:
+            setattr(ex, name, self._timed(name, self.saved[name]))
+
+        class Launch:
+            def __init__(self, name):
+                self.name = name
+
+            def __getitem__(self, grid):
+                return clock._timed(f"{self.name} launch", clock.saved[self.name][grid])
+
+        for name in self.KERNELS:
+            setattr(ex, name, Launch(name))
+        self.saved["empty"] = torch.empty
+        torch.empty = self._timed("torch.empty", torch.empty)
+        return self
+
+    def __exit__(self, *exc):
+        torch.empty = self.saved.pop("empty")
+        for name, fn in self.saved.items():
+            setattr(self.ex, name, fn)
+
+
+def in_context(staged: dict) -> list[dict]:
+    """Per staged call: the mean us per call in each wrapped part and in the rest."""
+    import time
+
+    import attention_hopper as ex
+
+    rows = []
+    for name, fn in staged.items():
+        with _Clock(ex) as clock:
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(PROFILE_CALLS):
+                fn()
+            whole = time.perf_counter() - t0
+            torch.cuda.synchronize()
+        per_call = {part: round(t / PROFILE_CALLS * 1e6, 2) for part, t in clock.spent.items()}
+        rest = round((whole - sum(clock.spent.values())) / PROFILE_CALLS * 1e6, 2)
+        rows.append({"call": name, "in_context": True, "whole_us": round(
+            whole / PROFILE_CALLS * 1e6, 2), "parts_us": per_call, "rest_us": rest})
+        print(rows[-1], flush=True)
+    return rows
 
 
 def main() -> None:
@@ -131,7 +222,7 @@ def main() -> None:
     args = probe_args()
     if args.smoke:
         raise SystemExit("hopper_host.py needs an sm_90 GPU: Gluon has no interpreter")
-    fns, profiled = candidates(torch.device("cuda"))
+    fns, profiled, staged = candidates(torch.device("cuda"))
     gpu_ms = {}
     for name, fn in fns.items():
         fn()  # compiled and warm before anything is timed
@@ -146,6 +237,7 @@ def main() -> None:
         rows.append({"call": name, "host_us": round(p50, 2), "host_us_p20": round(p20, 2),
                      "host_us_p80": round(p80, 2), "gpu_ms": round(gpu_ms[name], 4)})
         print(rows[-1], flush=True)
+    rows += in_context(staged)
     report = io.StringIO()
     for name, fn in profiled.items():
         prof = cProfile.Profile()
