@@ -131,7 +131,6 @@ BWD_CONFIGS = {
     64: {"dkdv": (64, 2), "dq": (128, 2)},
     128: {"dkdv": (64, 2), "dq": (64, 2)},
 }
-DELTA_ROWS = 64  # rows of O and dO per program of the delta kernel
 
 
 @gluon.jit
@@ -697,19 +696,20 @@ def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = Non
 # `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - delta)` with
 # `delta = rowsum(dO * O)`, `dQ = dS K * sm_scale` and `dK = dS^T Q * sm_scale`.
 # `P` is recomputed from `S` and the forward's log-sum-exp, never stored. The
-# backward runs three kernels:
+# backward runs two kernels, dQ first:
 #
-# * `attention_hopper_delta_kernel`: `delta`, one fp32 per query row;
+# * `attention_hopper_dq_kernel`: one CTA per 128 queries. Q, dO, the
+#   log-sum-exp and `delta` stay, K and V blocks stream, and `dQ += dS K`
+#   accumulates in registers. Before its loop each consumer computes `delta`
+#   for its 64 queries from the dO tile it already holds and the rows of O, and
+#   stores it for the next kernel;
 # * `attention_hopper_dkdv_kernel`: one CTA per 128 keys of a (batch, head),
 #   64 per consumer warpgroup. Each consumer keeps its K and V tiles in shared
 #   memory and its dK and dV in registers; the producer streams the Q and dO
 #   tiles of every query block through the ring. The consumer works on
 #   transposed tiles, `S^T = K Q^T` and `dP^T = V dO^T`, so that `P^T` and
 #   `dS^T`, computed in registers, are the A operand of the next two wgmma
-#   (`dV += P^T dO`, `dK += dS^T Q`) without a trip through shared memory;
-# * `attention_hopper_dq_kernel`: one CTA per 128 queries, the mirror image:
-#   Q, dO, the log-sum-exp and `delta` stay, K and V blocks stream, and
-#   `dQ += dS K` accumulates in registers.
+#   (`dV += P^T dO`, `dK += dS^T Q`) without a trip through shared memory.
 #
 # Two kernels instead of one recompute `S` and `dP` twice (seven matmuls where
 # five would do), but neither needs atomics: each CTA owns what it writes. The
@@ -718,23 +718,6 @@ def attention_hopper(q, k, v, causal: bool = False, sm_scale: float | None = Non
 # mask the dK/dV kernel starts at the key block's diagonal and the dQ kernel
 # stops there; only the blocks that cross it are masked. dK, dV and dQ leave
 # through the shared memory of the K, V and Q tiles they replace.
-
-
-# %%
-# --8<-- [start:bwd-delta]
-@gluon.jit
-def attention_hopper_delta_kernel(o_ptr, do_ptr, delta_ptr, HEAD_D: gl.constexpr,
-                                  ROWS: gl.constexpr):
-    """delta = rowsum(dO * O) in fp32 for ROWS rows of the (B*H*S, D) view."""
-    TPR: gl.constexpr = HEAD_D // 8  # threads along a row, 8 elements (16 bytes) each
-    layout: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TPR, TPR], [4, 1], [1, 0])
-    row0 = gl.program_id(0) * ROWS
-    rows = row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
-    cols = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, layout))
-    offs = gl.expand_dims(rows.to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols, 0)
-    prod = gl.load(o_ptr + offs).to(gl.float32) * gl.load(do_ptr + offs).to(gl.float32)
-    gl.store(delta_ptr + rows, gl.reduce(prod, 1, _sum_combine))
-# --8<-- [end:bwd-delta]
 
 
 # %%
@@ -938,8 +921,24 @@ def _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta, rows
 
 
 @gluon.jit
-def _dq_consumer(dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs, q_bar,
-                 ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
+def _delta(o_ptr, delta_ptr, do_wg, row0, HEAD_D: gl.constexpr):
+    """delta = rowsum(dO * O) of the 64 rows from row0, in fp32, stored for the
+    dK/dV kernel: dO from this consumer's tile, O's rows from global memory."""
+    ROWS: gl.constexpr = do_wg.type.shape[0]
+    TPR: gl.constexpr = HEAD_D // 8  # threads along a row, 8 elements (16 bytes) each
+    layout: gl.constexpr = gl.BlockedLayout([1, 8], [32 // TPR, TPR], [4, 1], [1, 0])
+    rows = row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, HEAD_D, layout=gl.SliceLayout(0, layout))
+    offs = gl.expand_dims(rows.to(gl.int64) * HEAD_D, 1) + gl.expand_dims(cols, 0)
+    prod = gl.load(o_ptr + offs).to(gl.float32) * do_wg.load(layout).to(gl.float32)
+    delta = gl.reduce(prod, 1, _sum_combine)
+    gl.store(delta_ptr + rows, delta)
+    return delta
+
+
+@gluon.jit
+def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
+                 q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
                  WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
     ROWS: gl.constexpr = q_smem.type.shape[1]  # queries per consumer
@@ -954,9 +953,10 @@ def _dq_consumer(dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs, q
     offs = gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     rows = q0 + WG * ROWS + offs  # query index within the head
     lse2 = gl.load(lse_ptr + row_q + WG * ROWS + offs) * LOG2E_GL
-    delta = gl.load(delta_ptr + row_q + WG * ROWS + offs)
+    mbarrier.wait(q_bar, 0)  # Q and dO are in shared memory
+    delta = _delta(o_ptr, delta_ptr, do_wg, row_q + WG * ROWS, HEAD_D)
+    delta = gl.convert_layout(delta, gl.SliceLayout(1, s_layout))
     dq = gl.zeros([ROWS, HEAD_D], gl.float32, acc_layout)
-    mbarrier.wait(q_bar, 0)
     for j in range(0, n_full):
         dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
                       rows, qk_scale, False, STAGES, s_layout, op_layout)
@@ -970,7 +970,7 @@ def _dq_consumer(dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs, q
 
 
 @gluon.jit
-def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, lse_ptr,
+def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, lse_ptr,
                                delta_ptr, seq_len, qk_scale, sm_scale,
                                HEAD_D: gl.constexpr, STAGES: gl.constexpr,
                                CAUSAL: gl.constexpr):
@@ -1009,12 +1009,12 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, lse_ptr
     WG1: gl.constexpr = 1
     row_q = row_kv0 + q0
     gl.warp_specialize([
-        (_dq_consumer, (dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
-                        q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,
-                        sm_scale, WG0, HEAD_D, STAGES)),
-        (_dq_consumer, (dq_desc, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
-                        q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,
-                        sm_scale, WG1, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
+                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
+                        qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
+                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
+                        qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1025,8 +1025,8 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, lse_ptr
 # ## The backward's launcher and autograd
 #
 # `attention_hopper_backward` takes what the forward saved (`o`, `lse`) and the
-# gradient of the output, and launches the three kernels: `delta` over all
-# rows, then one CTA per 128 keys (dK/dV) and one per 128 queries (dQ) of every
+# gradient of the output, and launches the two kernels: one CTA per 128 queries
+# (dQ, which also writes `delta`), then one per 128 keys (dK/dV) of every
 # (batch, head), in a one-dimensional grid (a grid's second and third axes stop
 # at 65535, which `batch * heads` may pass). The CTAs of one head are
 # neighbours, so the Q and dO (or K and V) they all read stay in L2.
@@ -1075,17 +1075,15 @@ def _backward(do, q, k, v, o, lse, causal: bool, sm_scale: float):
     dq, dk, dv = (torch.empty(q.shape, device=q.device, dtype=q.dtype) for _ in "qkv")
     if q.numel() == 0:
         return dq, dk, dv
-    delta = torch.empty_like(lse)
-    attention_hopper_delta_kernel[(B * H * S // DELTA_ROWS,)](
-        o, do, delta, HEAD_D=D, ROWS=DELTA_ROWS, num_warps=4)
+    delta = torch.empty_like(lse)  # written by the dQ kernel, read by the dK/dV kernel
     dkdv_descs, dq_descs = _bwd_descriptors(q, k, v, do, dq, dk, dv)
     scales = (S, sm_scale * LOG2E, sm_scale)
     cfg = BWD_CONFIGS[D]
+    attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA
+        *dq_descs, o, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
+        CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
     attention_hopper_dkdv_kernel[(B * H * (S // BLOCK_M),)](  # 128 keys per CTA
         *dkdv_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],
-        CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
-    attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA
-        *dq_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
         CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
     return dq, dk, dv
 
@@ -1131,7 +1129,7 @@ class AttentionHopperFunction(torch.autograd.Function):
 def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
                      causal: bool = False, kernel: str = "forward"):
     """Compile a kernel of this story for sm_90 (no GPU needed): the
-    CompiledKernel. kernel: "forward", or the backward's "delta", "dkdv" or "dq"."""
+    CompiledKernel. kernel: "forward", or the backward's "dq" or "dkdv"."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
@@ -1141,14 +1139,6 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
                          f"{HEAD_DIMS}, got {dtype} and {head_dim}")
     t = torch.empty(1, 1, BLOCK_M, head_dim, dtype=dtype)  # stands in for q, k, v, ...
     options = {"num_warps": 4, "maxnreg": MAXNREG}
-    if kernel == "delta":
-        ptr = mangle_type(t)
-        signature = {"o_ptr": ptr, "do_ptr": ptr, "delta_ptr": "*fp32",
-                     "HEAD_D": "constexpr", "ROWS": "constexpr"}
-        src = GluonASTSource(attention_hopper_delta_kernel, signature,
-                             constexprs={"HEAD_D": head_dim, "ROWS": DELTA_ROWS})
-        return triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                              options={"num_warps": 4})
     if kernel == "forward":
         cfg = CONFIGS[head_dim]
         descs = _descriptors(t, t, t, t, cfg["BLOCK_N"])
@@ -1164,10 +1154,12 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
                  *(("dk_desc", "dv_desc") if kernel == "dkdv" else ("dq_desc",)))
         scalars = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "seq_len": "i32",
                    "qk_scale": "fp32", "sm_scale": "fp32"}
+        if kernel == "dq":  # O's rows, for delta
+            scalars = {"o_ptr": mangle_type(t), **scalars}
         fn = {"dkdv": attention_hopper_dkdv_kernel,
               "dq": attention_hopper_dq_kernel}[kernel]
     else:
-        raise ValueError("kernel must be 'forward', 'delta', 'dkdv' or 'dq', "
+        raise ValueError("kernel must be 'forward', 'dq' or 'dkdv', "
                          f"got {kernel!r}")
     signature = {n: mangle_type(d) for n, d in zip(names, descs, strict=True)}
     signature.update(scalars)
@@ -1204,11 +1196,11 @@ def self_check() -> None:
         kernel = compile_for_sm90(torch.float16, 128, True)
         used = ", ".join(f"{n} x{c}" for n, c in hopper_instructions(kernel).items())
         backward = [compile_for_sm90(torch.float16, 128, True, name).metadata.shared
-                    for name in ("delta", "dkdv", "dq")]
+                    for name in ("dq", "dkdv")]
         print(f"attention_hopper: compiled for sm_90 (fp16, head_dim 128, causal; "
               f"{kernel.metadata.shared} bytes of shared memory; PTX: {used}), and "
-              f"the backward's delta, dK/dV and dQ kernels ({backward[1]} and "
-              f"{backward[2]} bytes); the numerical check needs an H100/H200")
+              f"the backward's dQ and dK/dV kernels ({backward[0]} and "
+              f"{backward[1]} bytes); the numerical check needs an H100/H200")
         return
     for dtype in SUPPORTED_DTYPES:
         tol = 2e-2 if dtype == torch.float16 else 3e-2
