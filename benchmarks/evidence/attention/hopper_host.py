@@ -14,7 +14,7 @@ head dim 64, 1024 tokens, batch 32 x 16 heads, not causal):
   built beforehand, the three backward launches, ``torch.empty`` of the outputs;
 * the floor: the launch of a kernel that does nothing, with one pointer argument, in Triton
   and in Gluon, and autograd around a Python ``torch.autograd.Function`` that does nothing
-  (its forward a view, its backward the gradient it is given).
+  (its forward a copy, its backward the gradient it is given).
 
 The parts timed alone add up to less than the whole call, so the parts are also timed inside
 the calls (``in_context``): the example's checks, descriptor builders, ``_tma_operand``,
