@@ -116,10 +116,11 @@ WG_M = 64  # query rows per consumer warpgroup
 BLOCK_M = 2 * WG_M  # query rows per CTA: two consumer warpgroups
 HEAD_DIMS = (64, 128)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-# head_dim -> the constexprs of the kernel: key/value rows per tile, ring slots
+# head_dim -> the constexprs of the kernel: key/value rows per tile, K/V ring
+# slots, Q slots per consumer (2: the next tile's Q loads during this tile)
 CONFIGS = {
-    64: {"BLOCK_N": 128, "STAGES": 2},
-    128: {"BLOCK_N": 128, "STAGES": 2},
+    64: {"BLOCK_N": 128, "STAGES": 2, "Q_STAGES": 2},
+    128: {"BLOCK_N": 128, "STAGES": 2, "Q_STAGES": 2},
 }
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
@@ -223,8 +224,11 @@ def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
                k_ready, k_empty, v_ready, v_empty, row_q, row_kv, n_blocks, c, i,
                BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
     """Copy one tile: its K and V blocks into the ring from block c on, and its Q
-    (the program's tile i). Returns c after the tile."""
+    (the program's tile i, into Q slot i % Q_STAGES of each consumer). Returns c
+    after the tile."""
     WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    Q_STAGES: gl.constexpr = q_smem.type.shape[0] // 2
+    qs = i % Q_STAGES
     for j in range(n_blocks):
         slot = c % STAGES
         phase = (c // STAGES) & 1
@@ -234,11 +238,12 @@ def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
                                         k_ready.index(slot), k_bufs.index(slot))
         if j == 0:  # Q after K_0: K_0 may land in a slot freed before Q's
             for wg in gl.static_range(2):  # one 64-row Q tile per consumer
-                mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
-                mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
+                qi = wg * Q_STAGES + qs
+                mbarrier.wait(q_empty.index(qi), ((i // Q_STAGES) & 1) ^ 1)
+                mbarrier.expect(q_bars.index(qi), q_desc.block_type.nbytes)
                 tma.async_copy_global_to_shared(
-                    q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(wg),
-                    q_smem.index(wg))
+                    q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(qi),
+                    q_smem.index(qi))
         mbarrier.wait(v_empty.index(slot), phase ^ 1)
         mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc, [row_kv + j * BLOCK_N, 0],
@@ -349,12 +354,12 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
 # --8<-- [start:consumer]
 @gluon.jit
 def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_ready,
-                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c, i,
-                 qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c,
+                 q_phase, qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     """This warpgroup's 64 rows of one tile (rows row_q... of the (B*H*S, D) view,
-    q_row0... of the head): the program's tile i, key blocks c... of the ring.
-    Returns c after the tile."""
+    q_row0... of the head), its Q in q (filled when q_bar reaches phase q_phase),
+    key blocks c... of the ring. Returns c after the tile."""
     ROWS: gl.constexpr = q.type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
@@ -362,7 +367,7 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=2)
-    mbarrier.wait(q_bar, i & 1)
+    mbarrier.wait(q_bar, q_phase)
     m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
     o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
@@ -414,17 +419,20 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
               WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     ROWS: gl.constexpr = q_smem.type.shape[1]
+    Q_STAGES: gl.constexpr = q_smem.type.shape[0] // 2
     c = 0  # key blocks consumed so far, over all tiles, as the producer counts
-    i = 0  # tiles done so far
+    i = 0  # tiles done so far: this tile's Q is in slot i % Q_STAGES
     for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
         for h in range(_unit_tiles(unit, seq_len, 2 * ROWS, CAUSAL)):
             row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len,
                                                              2 * ROWS, BLOCK_N, CAUSAL)
-            c = _attend_tile(o_desc, lse_ptr, q_smem.index(WG), o_smem.index(WG),
-                             q_bars.index(WG), q_empty.index(WG), k_bufs, v_bufs,
+            qi = WG * Q_STAGES + i % Q_STAGES
+            c = _attend_tile(o_desc, lse_ptr, q_smem.index(qi), o_smem.index(WG),
+                             q_bars.index(qi), q_empty.index(qi), k_bufs, v_bufs,
                              k_ready, k_empty, v_ready, v_empty, row_q + WG * ROWS,
-                             start_m + WG * ROWS, n_full, n_blocks, c, i, qk_scale,
-                             BLOCK_N, HEAD_D, STAGES, CAUSAL)
+                             start_m + WG * ROWS, n_full, n_blocks, c,
+                             (i // Q_STAGES) & 1, qk_scale, BLOCK_N, HEAD_D, STAGES,
+                             CAUSAL)
             i += 1
     tma.store_wait(0)  # the last tile's O has left shared memory
 # --8<-- [end:consumer]
@@ -446,9 +454,10 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
 def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
                             n_units, qk_scale, BLOCK_N: gl.constexpr,
                             HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                            CAUSAL: gl.constexpr):
+                            Q_STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
-    q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape,
+    # consumer wg's Q slots are wg * Q_STAGES ... wg * Q_STAGES + Q_STAGES - 1
+    q_smem = gl.allocate_shared_memory(dtype, [2 * Q_STAGES] + q_desc.block_type.shape,
                                        q_desc.layout)
     o_smem = gl.allocate_shared_memory(dtype, [2] + o_desc.block_type.shape,
                                        o_desc.layout)
@@ -457,13 +466,13 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape,
                                        v_desc.layout)
     bar: gl.constexpr = mbarrier.MBarrierLayout()
-    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
-    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
+    q_bars = gl.allocate_shared_memory(gl.int64, [2 * Q_STAGES, 1], bar)
+    q_empty = gl.allocate_shared_memory(gl.int64, [2 * Q_STAGES, 1], bar)
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
-    for i in gl.static_range(2):
+    for i in gl.static_range(2 * Q_STAGES):
         mbarrier.init(q_bars.index(i), count=1)  # the TMA copy completes it
         mbarrier.init(q_empty.index(i), count=1)  # its consumer is done with Q
     for i in gl.static_range(STAGES):
