@@ -210,8 +210,11 @@ def _tile(unit, h, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
 # slot `c % STAGES` is empty (`c` counts the blocks over all tiles, so the
 # ring simply goes on from one tile to the next), announce how many bytes will
 # land (`expect`), start the copy. After the first K it loads each consumer's
-# 64 rows of Q, once the consumer has said (`q_empty`) that it no longer reads
-# the previous tile's. The copy engine signals the "ready" barrier when the
+# 64 rows of Q into that consumer's Q slot `i % Q_STAGES` (`i` counts the
+# program's tiles), once the consumer has said (`q_empty`) that it no longer
+# reads the slot's previous tile. With two slots that tile is two back, long
+# done, so the next tile's Q lands while the current one still runs. The copy
+# engine signals the "ready" barrier when the
 # bytes are there. An mbarrier flips its phase each time its count is reached;
 # waiting for phase `p ^ 1` on a fresh barrier returns at once, so the first
 # pass over the ring does not wait.
@@ -294,9 +297,10 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # `P` never goes to shared memory: converted to fp16/bf16 and to the layout of
 # wgmma's A operand (`DotOperandLayout`), it is read from registers.
 #
-# After a tile's last `P V` the consumer releases its Q buffer (`q_empty`), so
-# the producer can load the next tile's Q while the consumer divides by `l`
-# and stores O. O leaves through a buffer of its own and a TMA store that runs
+# After a tile's last `P V` the consumer releases its Q slot (`q_empty`) for the
+# tile after next; the next tile's Q is already in the other slot, so the
+# consumer divides by `l`, stores O and starts the next tile without waiting
+# for a copy. O leaves through a buffer of its own and a TMA store that runs
 # on into the next tile; `tma.store_wait(0)` before the buffer is written again
 # makes sure the previous store has read it.
 
@@ -398,7 +402,7 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
     o = warpgroup_mma_wait(0, deps=(o, p))[0]
     mbarrier.arrive(v_empty.index(last))
-    mbarrier.arrive(q_free)  # Q is read no more: the next tile's Q may come
+    mbarrier.arrive(q_free)  # Q is read no more: the slot may take another tile
 
     # O / l goes out through shared memory and a TMA store, which runs on while
     # the next tile starts; the log-sum-exp in natural log, one fp32 per row.
@@ -441,11 +445,11 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
 # %% [markdown]
 # ## The kernel: shared memory, barriers, three partitions
 #
-# The entry point allocates the shared memory (Q and O tiles per consumer, the
-# K and V rings) and the mbarriers, and hands them to the three partitions.
-# The first entry of `gl.warp_specialize` runs on the kernel's own 4 warps
-# (consumer 0); the other two get `[4, 1]` warps and `[240, 24]` registers per
-# thread.
+# The entry point allocates the shared memory (`Q_STAGES` Q tiles and one O
+# tile per consumer, the K and V rings) and the mbarriers, and hands them to
+# the three partitions. The first entry of `gl.warp_specialize` runs on the
+# kernel's own 4 warps (consumer 0); the other two get `[4, 1]` warps and
+# `[240, 24]` registers per thread.
 
 
 # %%
