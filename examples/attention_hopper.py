@@ -116,11 +116,10 @@ WG_M = 64  # query rows per consumer warpgroup
 BLOCK_M = 2 * WG_M  # query rows per CTA: two consumer warpgroups
 HEAD_DIMS = (64, 128)
 SUPPORTED_DTYPES = (torch.float16, torch.bfloat16)
-# head_dim -> the constexprs of the kernel: key/value rows per tile, K/V ring
-# slots, Q slots per consumer (2: the next tile's Q loads during this tile)
+# head_dim -> the constexprs of the kernel: key/value rows per tile, ring slots
 CONFIGS = {
-    64: {"BLOCK_N": 128, "STAGES": 2, "Q_STAGES": 2},
-    128: {"BLOCK_N": 128, "STAGES": 2, "Q_STAGES": 2},
+    64: {"BLOCK_N": 128, "STAGES": 2},
+    128: {"BLOCK_N": 128, "STAGES": 2},
 }
 CONSUMER_REGS = gl.constexpr(240)  # registers per thread, set by setmaxnreg
 PRODUCER_REGS = gl.constexpr(24)
@@ -210,11 +209,8 @@ def _tile(unit, h, seq_len, CTA_M: gl.constexpr, BLOCK_N: gl.constexpr,
 # slot `c % STAGES` is empty (`c` counts the blocks over all tiles, so the
 # ring simply goes on from one tile to the next), announce how many bytes will
 # land (`expect`), start the copy. After the first K it loads each consumer's
-# 64 rows of Q into that consumer's Q slot `i % Q_STAGES` (`i` counts the
-# program's tiles), once the consumer has said (`q_empty`) that it no longer
-# reads the slot's previous tile. With two slots that tile is two back, long
-# done, so the next tile's Q lands while the current one still runs. The copy
-# engine signals the "ready" barrier when the
+# 64 rows of Q, once the consumer has said (`q_empty`) that it no longer reads
+# the previous tile's. The copy engine signals the "ready" barrier when the
 # bytes are there. An mbarrier flips its phase each time its count is reached;
 # waiting for phase `p ^ 1` on a fresh barrier returns at once, so the first
 # pass over the ring does not wait.
@@ -227,11 +223,8 @@ def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
                k_ready, k_empty, v_ready, v_empty, row_q, row_kv, n_blocks, c, i,
                BLOCK_N: gl.constexpr, STAGES: gl.constexpr):
     """Copy one tile: its K and V blocks into the ring from block c on, and its Q
-    (the program's tile i, into Q slot i % Q_STAGES of each consumer). Returns c
-    after the tile."""
+    (the program's tile i). Returns c after the tile."""
     WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
-    Q_STAGES: gl.constexpr = q_smem.type.shape[0] // 2
-    qs = i % Q_STAGES
     for j in range(n_blocks):
         slot = c % STAGES
         phase = (c // STAGES) & 1
@@ -241,12 +234,11 @@ def _load_tile(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
                                         k_ready.index(slot), k_bufs.index(slot))
         if j == 0:  # Q after K_0: K_0 may land in a slot freed before Q's
             for wg in gl.static_range(2):  # one 64-row Q tile per consumer
-                qi = wg * Q_STAGES + qs
-                mbarrier.wait(q_empty.index(qi), ((i // Q_STAGES) & 1) ^ 1)
-                mbarrier.expect(q_bars.index(qi), q_desc.block_type.nbytes)
+                mbarrier.wait(q_empty.index(wg), (i & 1) ^ 1)
+                mbarrier.expect(q_bars.index(wg), q_desc.block_type.nbytes)
                 tma.async_copy_global_to_shared(
-                    q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(qi),
-                    q_smem.index(qi))
+                    q_desc, [row_q + wg * WG_ROWS, 0], q_bars.index(wg),
+                    q_smem.index(wg))
         mbarrier.wait(v_empty.index(slot), phase ^ 1)
         mbarrier.expect(v_ready.index(slot), v_desc.block_type.nbytes)
         tma.async_copy_global_to_shared(v_desc, [row_kv + j * BLOCK_N, 0],
@@ -297,10 +289,16 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # `P` never goes to shared memory: converted to fp16/bf16 and to the layout of
 # wgmma's A operand (`DotOperandLayout`), it is read from registers.
 #
-# After a tile's last `P V` the consumer releases its Q slot (`q_empty`) for the
-# tile after next; the next tile's Q is already in the other slot, so the
-# consumer divides by `l`, stores O and starts the next tile without waiting
-# for a copy. O leaves through a buffer of its own and a TMA store that runs
+# Under the causal mask only the key blocks that cross the diagonal (from
+# `n_full` on) need the mask. Whether a block does is a runtime flag
+# (`masked`), not a constexpr: a constexpr would compile the step twice, and
+# a kernel that no longer fits the instruction cache keeps its warps waiting
+# for instructions. Without the mask the flag is the constant `False` and the
+# mask is compiled out.
+#
+# After a tile's last `P V` the consumer releases its Q buffer (`q_empty`), so
+# the producer can load the next tile's Q while the consumer divides by `l`
+# and stores O. O leaves through a buffer of its own and a TMA store that runs
 # on into the next tile; `tma.store_wait(0)` before the buffer is written again
 # makes sure the previous store has read it.
 
@@ -308,10 +306,10 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # %%
 # --8<-- [start:softmax]
 @gluon.jit
-def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
-                   BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr,
+                   s_layout: gl.constexpr):
     """Online softmax of one fp32 S tile: (p, alpha, m_new, l_new)."""
-    if MASK:  # causal, on the diagonal: key column > query row is -inf
+    if masked:  # causal, on the diagonal: key column > query row is -inf
         ROWS: gl.constexpr = s.type.shape[0]
         rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -330,9 +328,8 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
 # --8<-- [start:step]
 @gluon.jit
 def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
-          l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
-          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-          p_layout: gl.constexpr):
+          l_i, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+          s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
     """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
     slot = c % STAGES
@@ -345,7 +342,7 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
-    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK,
+    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked,
                                             BLOCK_N, s_layout)
     p_new = gl.convert_layout(p_new.to(q.dtype), p_layout)
     o, p = warpgroup_mma_wait(0, deps=(o, p))
@@ -358,12 +355,12 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
 # --8<-- [start:consumer]
 @gluon.jit
 def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_ready,
-                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c,
-                 q_phase, qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
+                 k_empty, v_ready, v_empty, row_q, q_row0, n_full, n_blocks, c, i,
+                 qk_scale, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
                  STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     """This warpgroup's 64 rows of one tile (rows row_q... of the (B*H*S, D) view,
-    q_row0... of the head), its Q in q (filled when q_bar reaches phase q_phase),
-    key blocks c... of the ring. Returns c after the tile."""
+    q_row0... of the head): the program's tile i, key blocks c... of the ring.
+    Returns c after the tile."""
     ROWS: gl.constexpr = q.type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_N, 16])
@@ -371,13 +368,12 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, HEAD_D, 16])
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=2)
-    mbarrier.wait(q_bar, q_phase)
+    mbarrier.wait(q_bar, i & 1)
     m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
     o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
 
-    # Block 0 by hand: its S and softmax (masked when causal: needed when the
-    # tile starts at query 0, harmless otherwise).
+    # Block 0 by hand: its S and softmax (there is no P V to overlap yet).
     slot = c % STAGES
     mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
@@ -385,24 +381,28 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
                       is_async=True)
     s = warpgroup_mma_wait(0, deps=(s,))
     mbarrier.arrive(k_empty.index(slot))
-    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
+    # Blocks from n_full on cross the diagonal (causal only) and are masked. The
+    # flag is a runtime value: one copy of the step serves both kinds of block.
+    if CAUSAL:
+        masked = n_full == 0
+    else:  # a constant False: the mask is compiled out
+        masked = False
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, masked,
                                         BLOCK_N, s_layout)
     p = gl.convert_layout(p.to(q.dtype), p_layout)
-    for j in range(1, n_full):  # key blocks left of the diagonal: no mask
+    for j in range(1, n_blocks):
+        if CAUSAL:
+            masked = j >= n_full
         o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
                                v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
-                               False, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
-    for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
-        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
-                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
-                               CAUSAL, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+                               masked, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
     c += n_blocks
     last = (c - 1) % STAGES  # the pipeline's tail: the last P V
     mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
     o = warpgroup_mma(p, v_bufs.index(last), o, is_async=True)
     o = warpgroup_mma_wait(0, deps=(o, p))[0]
     mbarrier.arrive(v_empty.index(last))
-    mbarrier.arrive(q_free)  # Q is read no more: the slot may take another tile
+    mbarrier.arrive(q_free)  # Q is read no more: the next tile's Q may come
 
     # O / l goes out through shared memory and a TMA store, which runs on while
     # the next tile starts; the log-sum-exp in natural log, one fp32 per row.
@@ -423,20 +423,17 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
               WG: gl.constexpr, BLOCK_N: gl.constexpr, HEAD_D: gl.constexpr,
               STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     ROWS: gl.constexpr = q_smem.type.shape[1]
-    Q_STAGES: gl.constexpr = q_smem.type.shape[0] // 2
     c = 0  # key blocks consumed so far, over all tiles, as the producer counts
-    i = 0  # tiles done so far: this tile's Q is in slot i % Q_STAGES
+    i = 0  # tiles done so far
     for unit in range(gl.program_id(0), n_units, gl.num_programs(0)):
         for h in range(_unit_tiles(unit, seq_len, 2 * ROWS, CAUSAL)):
             row_q, row_kv, start_m, n_full, n_blocks = _tile(unit, h, seq_len,
                                                              2 * ROWS, BLOCK_N, CAUSAL)
-            qi = WG * Q_STAGES + i % Q_STAGES
-            c = _attend_tile(o_desc, lse_ptr, q_smem.index(qi), o_smem.index(WG),
-                             q_bars.index(qi), q_empty.index(qi), k_bufs, v_bufs,
+            c = _attend_tile(o_desc, lse_ptr, q_smem.index(WG), o_smem.index(WG),
+                             q_bars.index(WG), q_empty.index(WG), k_bufs, v_bufs,
                              k_ready, k_empty, v_ready, v_empty, row_q + WG * ROWS,
-                             start_m + WG * ROWS, n_full, n_blocks, c,
-                             (i // Q_STAGES) & 1, qk_scale, BLOCK_N, HEAD_D, STAGES,
-                             CAUSAL)
+                             start_m + WG * ROWS, n_full, n_blocks, c, i, qk_scale,
+                             BLOCK_N, HEAD_D, STAGES, CAUSAL)
             i += 1
     tma.store_wait(0)  # the last tile's O has left shared memory
 # --8<-- [end:consumer]
@@ -445,11 +442,11 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
 # %% [markdown]
 # ## The kernel: shared memory, barriers, three partitions
 #
-# The entry point allocates the shared memory (`Q_STAGES` Q tiles and one O
-# tile per consumer, the K and V rings) and the mbarriers, and hands them to
-# the three partitions. The first entry of `gl.warp_specialize` runs on the
-# kernel's own 4 warps (consumer 0); the other two get `[4, 1]` warps and
-# `[240, 24]` registers per thread.
+# The entry point allocates the shared memory (Q and O tiles per consumer, the
+# K and V rings) and the mbarriers, and hands them to the three partitions.
+# The first entry of `gl.warp_specialize` runs on the kernel's own 4 warps
+# (consumer 0); the other two get `[4, 1]` warps and `[240, 24]` registers per
+# thread.
 
 
 # %%
@@ -458,10 +455,9 @@ def _consumer(o_desc, lse_ptr, q_smem, o_smem, k_bufs, v_bufs, q_bars, q_empty,
 def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
                             n_units, qk_scale, BLOCK_N: gl.constexpr,
                             HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                            Q_STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+                            CAUSAL: gl.constexpr):
     dtype: gl.constexpr = q_desc.dtype
-    # consumer wg's Q slots are wg * Q_STAGES ... wg * Q_STAGES + Q_STAGES - 1
-    q_smem = gl.allocate_shared_memory(dtype, [2 * Q_STAGES] + q_desc.block_type.shape,
+    q_smem = gl.allocate_shared_memory(dtype, [2] + q_desc.block_type.shape,
                                        q_desc.layout)
     o_smem = gl.allocate_shared_memory(dtype, [2] + o_desc.block_type.shape,
                                        o_desc.layout)
@@ -470,13 +466,13 @@ def attention_hopper_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, seq_len,
     v_bufs = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape,
                                        v_desc.layout)
     bar: gl.constexpr = mbarrier.MBarrierLayout()
-    q_bars = gl.allocate_shared_memory(gl.int64, [2 * Q_STAGES, 1], bar)
-    q_empty = gl.allocate_shared_memory(gl.int64, [2 * Q_STAGES, 1], bar)
+    q_bars = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], bar)
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], bar)
-    for i in gl.static_range(2 * Q_STAGES):
+    for i in gl.static_range(2):
         mbarrier.init(q_bars.index(i), count=1)  # the TMA copy completes it
         mbarrier.init(q_empty.index(i), count=1)  # its consumer is done with Q
     for i in gl.static_range(STAGES):

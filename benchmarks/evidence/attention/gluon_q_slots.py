@@ -1,15 +1,21 @@
 """Probe: does the Gluon attention forward want a second Q slot per consumer?
 
-In ``examples/attention_hopper.py`` as of commit d21bd36 each consumer warpgroup had one
-shared-memory slot for its 64 query rows. The producer could load the next tile's Q only
-after the consumer had finished the current tile's last ``P V`` (``q_empty``), so every tile
-started with a wait for a TMA copy, and the first key block's ``S`` waited behind it. Short
+In ``examples/attention_hopper.py`` each consumer warpgroup has one
+shared-memory slot for its 64 query rows. The producer can load the next tile's Q only
+after the consumer has finished the current tile's last ``P V`` (``q_empty``), so every tile
+may start with a wait for a TMA copy, and the first key block's ``S`` waits behind it. Short
 tiles pay that most: at seq 1024 a tile has 8 key blocks, 4.5 on average under the causal
 mask. With ``CONFIGS[d]["Q_STAGES"] = 2`` each consumer has two Q slots and the producer
 loads tile ``i + 1``'s Q while tile ``i`` runs. This probe times the kernel with one and two
 Q slots (the config switched for the call only), and at head dim 64 two Q slots with a
 three-slot K/V ring, beside SDPA's cuDNN backend at every point of the Hopper attention
 benchmark (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads).
+
+Run 88 measured it on an H100 (no H200 could be started that session), against
+``examples/attention_hopper.py`` at commit b3f8066: the example on main plus
+``run88/q_slots.patch``, which adds ``Q_STAGES``. Two Q slots were not faster at every point,
+so the example keeps one Q tile per consumer and has no ``Q_STAGES``. To run this probe again,
+apply the patch first: ``git apply benchmarks/evidence/attention/run88/q_slots.patch``.
 
 Method: ``RUN_POINTS_METHOD`` of ``scripts/probe_common.py`` (``PASSES`` passes, the
 reference cuDNN) and ``METHOD`` below, both written into the JSON header.
