@@ -5,15 +5,19 @@ speed, and Nsight Compute (run 46) found its warps waiting for instructions
 (``no_instruction``) there. Compiled for sm_90, the kernel as of commit d21bd36 was about 80 KB
 of SASS under the mask against 47 KB without it: each consumer warpgroup is a copy of its own
 (``WG`` is a constexpr), and under the mask each held the softmax three times (the first block
-by hand, an unmasked step loop, a masked step loop, the mask a constexpr). The example now
+by hand, an unmasked step loop, a masked step loop, the mask a constexpr). The candidate
 walks a tile's key blocks in one loop whose step masks a block only when a runtime flag says
 it crosses the diagonal (``j >= n_full``), the first block on the same flag: one step and two
 softmax copies per consumer. Without the mask it compiles to the same code as before.
+That change is ``benchmarks/evidence/attention/pending/one_loop.patch`` (the example, its
+notebook and chapter), kept as a patch until a GPU verifies it: apply it first
+(``git apply benchmarks/evidence/attention/pending/one_loop.patch``); without it both
+candidates below are the same kernel.
 
-This probe times the example ("one loop") beside the d21bd36 code ("two loops": a second copy
-of the example module, loaded from its file under another name, whose ``_attend_tile`` is
-replaced by the one below before anything compiles, so the two kernels have separate compile
-caches) and SDPA's cuDNN backend at every causal point of the Hopper attention benchmark
+This probe times the patched example ("one loop") beside the d21bd36 code ("two loops": a
+second copy of the example module, loaded from its file under another name, whose
+``_attend_tile`` is replaced by the one below before anything compiles, so the two kernels
+have separate compile caches) and SDPA's cuDNN backend at every causal point of the Hopper attention benchmark
 (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads), and writes both kernels' SASS
 size, registers and spills into the header.
 
@@ -21,7 +25,8 @@ Method: ``RUN_POINTS_METHOD`` of ``scripts/probe_common.py`` (``PASSES`` passes,
 reference cuDNN) and ``METHOD`` below, both written into the JSON header.
 
 Usage (repository root, on an sm_90 GPU): ``python benchmarks/evidence/attention/gluon_one_loop.py
---out DIR [--budget S]``; ``--compile`` (any machine) prints the code sizes only.
+--out DIR [--budget S]``; ``--compile DIR`` (any machine) writes the code sizes only, to
+``DIR/code_sizes.json``.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
     attention_inputs,
+    environment,
     probe_args,
     probe_header,
     ptxas,
@@ -60,9 +66,11 @@ from scripts.probe_common import (  # noqa: E402
 )
 
 PASSES = 3
+CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that compile_for_sm90 "
+               "builds for sm_90 (fp16); registers and spills from ptxas -v on its PTX; "
+               "shared memory from the compiled kernel's metadata.")
 METHOD = ("Inputs: seeded torch.randn, batch 32 x 16 heads; tolerance 2e-2 (fp16), 4e-2 (bf16); "
-          "TFLOP/s counts 4 * B * H * S^2 * D, halved under the causal mask. SASS size: "
-          "instructions nvdisasm lists in the cubin compiled for sm_90 (compile_for_sm90).")
+          "TFLOP/s counts 4 * B * H * S^2 * D, halved under the causal mask. " + CODE_METHOD)
 
 
 # The example's _softmax_block, _step and _attend_tile as of commit d21bd36 (two loops,
@@ -220,9 +228,17 @@ def main() -> None:
     import attention_hopper as ex
 
     mods = {"two loops": candidate_module(), "one loop": ex}
-    if "--compile" in sys.argv:
-        for name, res in code_sizes(mods).items():
+    if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/code_sizes.json
+        out = Path(sys.argv[sys.argv.index("--compile") + 1])
+        sizes = code_sizes(mods)
+        for name, res in sizes.items():
             print(name, res)
+        header = {"probe": "benchmarks/evidence/attention/gluon_one_loop.py --compile",
+                  **environment(), "method": CODE_METHOD,
+                  "kernels": "one loop: examples/attention_hopper.py; two loops: a copy of "
+                             "it with the d21bd36 _attend_tile"}
+        write_points(out / "code_sizes.json", header,
+                     [{"kernel": name, **res} for name, res in sizes.items()])
         return
     args = probe_args()
     from benchmarks.cases.attention_hopper import BATCH, HEADS
