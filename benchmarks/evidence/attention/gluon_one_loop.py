@@ -60,6 +60,7 @@ from scripts.probe_common import (  # noqa: E402
     probe_header,
     ptxas,
     ptxas_usage,
+    ptxas_version,
     run_points,
     timing_method,
     write_points,
@@ -204,6 +205,17 @@ def sass_instructions(cubin: bytes) -> int:
     return sum(1 for line in out.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line))
 
 
+def wgmma_serialized(ptx: str) -> int:
+    """How many "wgmma ... serialized" performance warnings ptxas prints for the PTX."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        err = subprocess.run([str(ptxas()), "--gpu-name=sm_90a", str(src), "-o",
+                              str(Path(tmp) / "k.o")], capture_output=True, text=True,
+                             check=True).stderr
+    return sum("serialized" in line for line in err.splitlines())
+
+
 def code_sizes(mods: dict) -> dict:
     out = {}
     for name, mod in mods.items():
@@ -212,7 +224,8 @@ def code_sizes(mods: dict) -> dict:
                 k = mod.compile_for_sm90(torch.float16, d, causal)
                 out[f"{name}, head_dim={d}, causal={causal}"] = {
                     "sass_instructions": sass_instructions(k.asm["cubin"]),
-                    **ptxas_usage(k.asm["ptx"]), "shared_bytes": k.metadata.shared}
+                    **ptxas_usage(k.asm["ptx"]), "shared_bytes": k.metadata.shared,
+                    "wgmma_serialized_warnings": wgmma_serialized(k.asm["ptx"])}
     return out
 
 
@@ -225,22 +238,32 @@ def points():
 
 
 def main() -> None:
+    import inspect
+
     import attention_hopper as ex
 
+    if "masked" not in inspect.signature(ex._softmax_block.fn).parameters:
+        sys.exit("examples/attention_hopper.py has two loops: apply "
+                 "benchmarks/evidence/attention/pending/one_loop.patch first")
     mods = {"two loops": candidate_module(), "one loop": ex}
     if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/code_sizes.json
+        if sys.argv.index("--compile") + 1 >= len(sys.argv):
+            sys.exit("usage: gluon_one_loop.py --compile DIR")
         out = Path(sys.argv[sys.argv.index("--compile") + 1])
         sizes = code_sizes(mods)
         for name, res in sizes.items():
             print(name, res)
         header = {"probe": "benchmarks/evidence/attention/gluon_one_loop.py --compile",
-                  **environment(), "method": CODE_METHOD,
-                  "kernels": "one loop: examples/attention_hopper.py; two loops: a copy of "
-                             "it with the d21bd36 _attend_tile"}
+                  **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD,
+                  "kernels": "one loop: examples/attention_hopper.py with "
+                             "pending/one_loop.patch applied; two loops: a copy of it "
+                             "with the d21bd36 _attend_tile"}
         write_points(out / "code_sizes.json", header,
                      [{"kernel": name, **res} for name, res in sizes.items()])
         return
     args = probe_args()
+    if args.smoke:
+        sys.exit("gluon_one_loop.py has no --smoke: Gluon has no interpreter")
     from benchmarks.cases.attention_hopper import BATCH, HEADS
     device, timing = timing_method(args.smoke)
     from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
@@ -258,7 +281,8 @@ def main() -> None:
     sizes = code_sizes(mods)
     rows, skipped = run_points(points(), setup, PASSES, timing, args.budget, "sdpa-cudnn")
     header = probe_header("benchmarks/evidence/attention/gluon_one_loop.py", METHOD,
-                          kernels="one loop: examples/attention_hopper.py; two loops: a copy "
+                          kernels="one loop: examples/attention_hopper.py with "
+                                  "pending/one_loop.patch applied; two loops: a copy "
                                   "of it with the d21bd36 _attend_tile", batch=BATCH, heads=HEADS,
                           passes=PASSES, budget_s=args.budget, skipped=skipped,
                           code=sizes)
