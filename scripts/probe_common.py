@@ -65,13 +65,19 @@ def ptxas_version() -> str:
     return out.strip().splitlines()[-1]
 
 
-def ptxas_usage(ptx: str) -> dict:
-    """{"registers", "spill_store_bytes", "spill_load_bytes"} of PTX assembled for sm_90a."""
+def ptxas_log(ptx: str) -> str:
+    """What ``ptxas -v`` prints (stderr) assembling PTX for sm_90a: usage lines and warnings."""
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx)
-        out = subprocess.run([str(ptxas()), "-v", "--gpu-name=sm_90a", str(src), "-o", str(Path(tmp) / "k.o")],
-                             capture_output=True, text=True, check=True).stderr
+        return subprocess.run([str(ptxas()), "-v", "--gpu-name=sm_90a", str(src), "-o", str(Path(tmp) / "k.o")],
+                              capture_output=True, text=True, check=True).stderr
+
+
+def ptxas_usage(ptx: str, log: str | None = None) -> dict:
+    """{"registers", "spill_store_bytes", "spill_load_bytes"} of PTX assembled for sm_90a
+    (read from ``log``, ``ptxas_log(ptx)``'s output, when the caller already has it)."""
+    out = ptxas_log(ptx) if log is None else log
     regs = re.search(r"Used (\d+) registers", out)
     spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", out)
     if regs is None or spills is None:

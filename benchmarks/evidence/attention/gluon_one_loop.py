@@ -59,6 +59,7 @@ from scripts.probe_common import (  # noqa: E402
     probe_args,
     probe_header,
     ptxas,
+    ptxas_log,
     ptxas_usage,
     ptxas_version,
     run_points,
@@ -205,27 +206,19 @@ def sass_instructions(cubin: bytes) -> int:
     return sum(1 for line in out.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line))
 
 
-def wgmma_serialized(ptx: str) -> int:
-    """How many "wgmma ... serialized" performance warnings ptxas prints for the PTX."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx)
-        err = subprocess.run([str(ptxas()), "--gpu-name=sm_90a", str(src), "-o",
-                              str(Path(tmp) / "k.o")], capture_output=True, text=True,
-                             check=True).stderr
-    return sum("serialized" in line for line in err.splitlines())
-
-
 def code_sizes(mods: dict) -> dict:
     out = {}
     for name, mod in mods.items():
         for d in (64, 128):
             for causal in (False, True):
                 k = mod.compile_for_sm90(torch.float16, d, causal)
+                log = ptxas_log(k.asm["ptx"])  # one ptxas run: usage and warnings
                 out[f"{name}, head_dim={d}, causal={causal}"] = {
                     "sass_instructions": sass_instructions(k.asm["cubin"]),
-                    **ptxas_usage(k.asm["ptx"]), "shared_bytes": k.metadata.shared,
-                    "wgmma_serialized_warnings": wgmma_serialized(k.asm["ptx"])}
+                    **ptxas_usage(k.asm["ptx"], log), "shared_bytes": k.metadata.shared,
+                    # ptxas's "wgmma.mma_async instructions are serialized" warnings
+                    "wgmma_serialized_warnings": sum("serialized" in line
+                                                     for line in log.splitlines())}
     return out
 
 
@@ -247,9 +240,10 @@ def main() -> None:
                  "benchmarks/evidence/attention/pending/one_loop.patch first")
     mods = {"two loops": candidate_module(), "one loop": ex}
     if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/code_sizes.json
-        if sys.argv.index("--compile") + 1 >= len(sys.argv):
+        at = sys.argv.index("--compile") + 1
+        if at >= len(sys.argv):
             sys.exit("usage: gluon_one_loop.py --compile DIR")
-        out = Path(sys.argv[sys.argv.index("--compile") + 1])
+        out = Path(sys.argv[at])
         sizes = code_sizes(mods)
         for name, res in sizes.items():
             print(name, res)
