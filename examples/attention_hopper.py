@@ -289,6 +289,13 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # `P` never goes to shared memory: converted to fp16/bf16 and to the layout of
 # wgmma's A operand (`DotOperandLayout`), it is read from registers.
 #
+# Under the causal mask only the key blocks that cross the diagonal (from
+# `n_full` on) need the mask. Whether a block does is a runtime flag
+# (`masked`), not a constexpr: a constexpr would compile the step twice, and
+# a kernel that no longer fits the instruction cache keeps its warps waiting
+# for instructions. Without the mask the flag is the constant `False` and the
+# mask is compiled out.
+#
 # After a tile's last `P V` the consumer releases its Q buffer (`q_empty`), so
 # the producer can load the next tile's Q while the consumer divides by `l`
 # and stores O. O leaves through a buffer of its own and a TMA store that runs
@@ -299,10 +306,10 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # %%
 # --8<-- [start:softmax]
 @gluon.jit
-def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
-                   BLOCK_N: gl.constexpr, s_layout: gl.constexpr):
+def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr,
+                   s_layout: gl.constexpr):
     """Online softmax of one fp32 S tile: (p, alpha, m_new, l_new)."""
-    if MASK:  # causal, on the diagonal: key column > query row is -inf
+    if masked:  # causal, on the diagonal: key column > query row is -inf
         ROWS: gl.constexpr = s.type.shape[0]
         rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
@@ -321,9 +328,8 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK: gl.constexpr,
 # --8<-- [start:step]
 @gluon.jit
 def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
-          l_i, q_row0, qk_scale, MASK: gl.constexpr, BLOCK_N: gl.constexpr,
-          STAGES: gl.constexpr, s_layout: gl.constexpr, o_layout: gl.constexpr,
-          p_layout: gl.constexpr):
+          l_i, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+          s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
     """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
     slot = c % STAGES
@@ -336,7 +342,7 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
-    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, MASK,
+    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked,
                                             BLOCK_N, s_layout)
     p_new = gl.convert_layout(p_new.to(q.dtype), p_layout)
     o, p = warpgroup_mma_wait(0, deps=(o, p))
@@ -367,8 +373,7 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
     o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
 
-    # Block 0 by hand: its S and softmax (masked when causal: needed when the
-    # tile starts at query 0, harmless otherwise).
+    # Block 0 by hand: its S and softmax (there is no P V to overlap yet).
     slot = c % STAGES
     mbarrier.wait(k_ready.index(slot), (c // STAGES) & 1)
     s = gl.zeros([ROWS, BLOCK_N], gl.float32, s_layout)
@@ -376,17 +381,21 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
                       is_async=True)
     s = warpgroup_mma_wait(0, deps=(s,))
     mbarrier.arrive(k_empty.index(slot))
-    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, CAUSAL,
+    # Blocks from n_full on cross the diagonal (causal only) and are masked. The
+    # flag is a runtime value: one copy of the step serves both kinds of block.
+    if CAUSAL:
+        masked = n_full == 0
+    else:  # a constant False: the mask is compiled out
+        masked = False
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, masked,
                                         BLOCK_N, s_layout)
     p = gl.convert_layout(p.to(q.dtype), p_layout)
-    for j in range(1, n_full):  # key blocks left of the diagonal: no mask
+    for j in range(1, n_blocks):
+        if CAUSAL:
+            masked = j >= n_full
         o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
                                v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
-                               False, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
-    for j in range(gl.maximum(n_full, 1), n_blocks):  # on the diagonal: masked
-        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
-                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
-                               CAUSAL, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+                               masked, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
     c += n_blocks
     last = (c - 1) % STAGES  # the pipeline's tail: the last P V
     mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
