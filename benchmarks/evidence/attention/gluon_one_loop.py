@@ -17,7 +17,9 @@ candidates below are the same kernel.
 This probe times the patched example ("one loop") beside the d21bd36 code ("two loops": a
 second copy of the example module, loaded from its file under another name, whose
 ``_attend_tile`` is replaced by the one below before anything compiles, so the two kernels
-have separate compile caches) and SDPA's cuDNN backend at every causal point of the Hopper attention benchmark
+have separate compile caches), at head dim 64 also the patched example with a three-slot
+K/V ring (a third copy; run 88 had found the deeper ring best under the mask), and SDPA's
+cuDNN backend at every causal point of the Hopper attention benchmark
 (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads), and writes both kernels' SASS
 size, registers and spills into the header.
 
@@ -68,6 +70,7 @@ from scripts.probe_common import (  # noqa: E402
 )
 
 PASSES = 3
+DEEP = "one loop, 3 K/V slots"
 CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that compile_for_sm90 "
                "builds for sm_90 (fp16); registers and spills from ptxas -v on its PTX; "
                "shared memory from the compiled kernel's metadata.")
@@ -185,14 +188,28 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     return c
 
 
-def candidate_module():
-    """A second copy of examples/attention_hopper.py with the d21bd36 _attend_tile."""
-    spec = importlib.util.spec_from_file_location("attention_hopper_two_loops",
-                                                  ROOT / "examples/attention_hopper.py")
+def module_copy(name: str):
+    """Another copy of examples/attention_hopper.py, loaded under `name`: its kernels
+    have their own compile cache."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples/attention_hopper.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
+    return mod
+
+
+def candidate_module():
+    """A copy of examples/attention_hopper.py with the d21bd36 _attend_tile."""
+    mod = module_copy("attention_hopper_two_loops")
     mod._attend_tile = _attend_tile  # before anything compiles
+    return mod
+
+
+def deep_ring_module():
+    """A copy of the patched example whose head-dim-64 ring has three K/V slots (the
+    lead of run 88: a deeper ring helped most under the mask)."""
+    mod = module_copy("attention_hopper_deep_ring")
+    mod.CONFIGS = {**mod.CONFIGS, 64: {**mod.CONFIGS[64], "STAGES": 3}}
     return mod
 
 
@@ -262,6 +279,8 @@ def main() -> None:
     device, timing = timing_method(args.smoke)
     from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
 
+    deep = deep_ring_module()
+
     def setup(pt):
         q, k, v = attention_inputs(pt, BATCH, HEADS, device, args.smoke)
         torch.cuda.empty_cache()
@@ -269,6 +288,8 @@ def main() -> None:
         fns = {"sdpa-cudnn": lambda: _sdpa(q, k, v, True, SDPA_BACKENDS["sdpa-cudnn"])}
         for name, mod in mods.items():
             fns[name] = lambda mod=mod: mod.attention_hopper(q, k, v, True)
+        if d == 64:
+            fns[DEEP] = lambda: deep.attention_hopper(q, k, v, True)
         flops = 2.0 * BATCH * HEADS * seq * seq * d
         return fns, (2e-2 if pt["dtype"] == "fp16" else 4e-2), flops
 
@@ -277,7 +298,9 @@ def main() -> None:
     header = probe_header("benchmarks/evidence/attention/gluon_one_loop.py", METHOD,
                           kernels="one loop: examples/attention_hopper.py with "
                                   "pending/one_loop.patch applied; two loops: a copy "
-                                  "of it with the d21bd36 _attend_tile", batch=BATCH, heads=HEADS,
+                                  "of it with the d21bd36 _attend_tile; " + DEEP
+                                  + ": one loop with 3 K/V ring slots (head dim 64 only)",
+                          batch=BATCH, heads=HEADS,
                           passes=PASSES, budget_s=args.budget, skipped=skipped,
                           code=sizes)
     write_points(args.out / "gluon_one_loop.json", header, rows)
