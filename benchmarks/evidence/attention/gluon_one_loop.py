@@ -9,10 +9,9 @@ by hand, an unmasked step loop, a masked step loop, the mask a constexpr). The c
 walks a tile's key blocks in one loop whose step masks a block only when a runtime flag says
 it crosses the diagonal (``j >= n_full``), the first block on the same flag: one step and two
 softmax copies per consumer. Without the mask it compiles to the same code as before.
-That change is ``benchmarks/evidence/attention/pending/one_loop.patch`` (the example, its
-notebook and chapter), kept as a patch until a GPU verifies it: apply it first
-(``git apply benchmarks/evidence/attention/pending/one_loop.patch``); without it both
-candidates below are the same kernel.
+That change was kept as a patch (the example, its notebook and chapter) until run 89
+verified and timed it; it is in the example since (commit 383e473), and at an earlier commit
+both candidates below would be the same kernel.
 
 This probe times the patched example ("one loop") beside the d21bd36 code ("two loops": a
 second copy of the example module, loaded from its file under another name, whose
@@ -253,8 +252,8 @@ def main() -> None:
     import attention_hopper as ex
 
     if "masked" not in inspect.signature(ex._softmax_block.fn).parameters:
-        sys.exit("examples/attention_hopper.py has two loops: apply "
-                 "benchmarks/evidence/attention/pending/one_loop.patch first")
+        sys.exit("examples/attention_hopper.py has two loops: the one-loop forward "
+                 "is in the example from commit 383e473 on")
     mods = {"two loops": candidate_module(), "one loop": ex}
     if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/code_sizes.json
         at = sys.argv.index("--compile") + 1
@@ -266,8 +265,8 @@ def main() -> None:
             print(name, res)
         header = {"probe": "benchmarks/evidence/attention/gluon_one_loop.py --compile",
                   **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD,
-                  "kernels": "one loop: examples/attention_hopper.py with "
-                             "pending/one_loop.patch applied; two loops: a copy of it "
+                  "kernels": "one loop: examples/attention_hopper.py (one loop since "
+                             "commit 383e473); two loops: a copy of it "
                              "with the d21bd36 _attend_tile"}
         write_points(out / "code_sizes.json", header,
                      [{"kernel": name, **res} for name, res in sizes.items()])
@@ -296,8 +295,8 @@ def main() -> None:
     sizes = code_sizes(mods)
     rows, skipped = run_points(points(), setup, PASSES, timing, args.budget, "sdpa-cudnn")
     header = probe_header("benchmarks/evidence/attention/gluon_one_loop.py", METHOD,
-                          kernels="one loop: examples/attention_hopper.py with "
-                                  "pending/one_loop.patch applied; two loops: a copy "
+                          kernels="one loop: examples/attention_hopper.py (one loop since "
+                                  "commit 383e473); two loops: a copy "
                                   "of it with the d21bd36 _attend_tile; " + DEEP
                                   + ": one loop with 3 K/V ring slots (head dim 64 only)",
                           batch=BATCH, heads=HEADS,
