@@ -1,0 +1,183 @@
+"""Probe: the causal Gluon backward with one loop per consumer instead of two.
+
+The forward gained most at short causal sequences once its step stopped being compiled twice
+(run 89, ``gluon_one_loop.py``). The backward's two kernels had the same shape: each consumer
+walked the blocks that cross the diagonal in one loop, whose step took the mask as a constexpr,
+and the rest in a second loop, so under the mask each step was compiled twice per consumer
+warpgroup. Compiled for sm_90 (fp16), the dQ kernel at head dim 64 was 3256 SASS instructions
+under the mask against 1736 without it, dK/dV 2608 against 1296. The candidate, now in
+``examples/attention_hopper.py``, walks the blocks in one loop whose step masks a block only
+when a runtime flag says it crosses the diagonal; without the mask the flag is the constant
+``False`` and the code is the same as before.
+
+Candidates, at every causal backward point of the Hopper attention benchmark
+(``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads): ``sdpa-cudnn`` (the reference,
+through autograd), ``one loop`` (the example's ``attention_hopper_backward``) and ``two loops``
+(the same call on a copy of the example whose source has the one-loop edits undone by the
+text replacements in ``UNDO`` below, loaded from a temporary file under another module name:
+its kernels have their own compile cache). Each candidate's ``(dq, dk, dv)`` is checked
+against cuDNN's before it is timed (the inputs and tolerances of ``hopper_bwd.py``);
+``do_bench`` only, as the benchmark times backward points. The header holds each kernel's SASS
+size, registers and spills, compiled for sm_90.
+
+Usage (repository root): on an sm_90 GPU ``python benchmarks/evidence/attention/gluon_bwd_one_loop.py
+--out DIR [--budget S]``; anywhere ``... --compile DIR`` writes the code sizes only, to
+``DIR/bwd_code_sizes.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT), str(Path(__file__).resolve().parent)]
+
+import torch  # noqa: E402
+from gluon_one_loop import sass_instructions  # noqa: E402
+
+from scripts.probe_common import (  # noqa: E402
+    environment,
+    probe_args,
+    probe_header,
+    ptxas_log,
+    ptxas_usage,
+    ptxas_version,
+    run_points,
+    timing_method,
+    write_points,
+)
+
+PASSES = 3
+CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that the example's "
+               "compile_for_sm90 builds for sm_90 (fp16); registers and spills from ptxas -v "
+               "on its PTX.")
+# (one-loop text in examples/attention_hopper.py, the two-loop text it replaced)
+UNDO = [
+    ("dv, keys, cols, row_q0, m_lo, qk_scale, masked,",
+     "dv, keys, cols, row_q0, m_lo, qk_scale, MASK: gl.constexpr,"),
+    ("    if masked:  # a query before the key: P = 0", "    if MASK:  # a query before the key: P = 0"),
+    ("""    masked = False  # without the mask: a constant, the mask compiled out
+    for i in range(0, n_m):
+        if CAUSAL:  # the first n_diag query blocks cross the diagonal
+            masked = i < n_diag
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
+                            masked, STAGES, st_layout, op_layout)""",
+     """    for i in range(0, n_diag):  # query blocks that cross the diagonal: masked
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
+                            True, STAGES, st_layout, op_layout)
+    for i in range(n_diag, n_m):
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
+                            False, STAGES, st_layout, op_layout)"""),
+    ("             qk_scale, masked, STAGES: gl.constexpr,",
+     "             qk_scale, MASK: gl.constexpr, STAGES: gl.constexpr,"),
+    ("    if masked:  # a key after the query: P = 0", "    if MASK:  # a key after the query: P = 0"),
+    ("""    masked = False  # without the mask: a constant, the mask compiled out
+    for j in range(0, n_blocks):
+        if CAUSAL:  # key blocks from n_full on cross the diagonal
+            masked = j >= n_full
+        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
+                      rows, qk_scale, masked, STAGES, s_layout, op_layout)""",
+     """    for j in range(0, n_full):
+        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
+                      rows, qk_scale, False, STAGES, s_layout, op_layout)
+    for j in range(n_full, n_blocks):  # key blocks that cross the diagonal: masked
+        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
+                      rows, qk_scale, True, STAGES, s_layout, op_layout)"""),
+]
+
+
+def two_loop_module(tmp: Path):
+    """A copy of examples/attention_hopper.py with UNDO applied, as its own module."""
+    src = (ROOT / "examples/attention_hopper.py").read_text()
+    for new, old in UNDO:
+        if src.count(new) != 1:
+            sys.exit(f"examples/attention_hopper.py has not exactly one {new.strip()[:60]!r}: "
+                     "UNDO no longer matches the example")
+        src = src.replace(new, old)
+    path = tmp / "attention_hopper_two_loops.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("attention_hopper_two_loops", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def code_sizes(mods: dict) -> dict:
+    out = {}
+    for name, mod in mods.items():
+        for kernel in ("dq", "dkdv"):
+            for d in (64, 128):
+                for causal in (False, True):
+                    k = mod.compile_for_sm90(torch.float16, d, causal, kernel)
+                    log = ptxas_log(k.asm["ptx"])
+                    out[f"{name}, {kernel}, head_dim={d}, causal={causal}"] = {
+                        "sass_instructions": sass_instructions(k.asm["cubin"]),
+                        **ptxas_usage(k.asm["ptx"], log)}
+    return out
+
+
+def points():
+    from benchmarks.cases.attention_hopper import BENCHMARKS
+    for spec in BENCHMARKS:
+        if spec["args"]["direction"] == "bwd" and spec["args"]["causal"]:
+            for seq in spec["x_vals"]:
+                yield {**{k: v for k, v in spec["args"].items() if k != "direction"}, "seq": seq}
+
+
+def main() -> None:
+    import attention_hopper as ex
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mods = {"two loops": two_loop_module(Path(tmp)), "one loop": ex}
+        if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/bwd_code_sizes.json
+            at = sys.argv.index("--compile") + 1
+            if at >= len(sys.argv):
+                sys.exit("usage: gluon_bwd_one_loop.py --compile DIR")
+            sizes = code_sizes(mods)
+            for name, res in sizes.items():
+                print(name, res)
+            header = {"probe": "benchmarks/evidence/attention/gluon_bwd_one_loop.py --compile",
+                      **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD}
+            write_points(Path(sys.argv[at]) / "bwd_code_sizes.json", header,
+                         [{"kernel": name, **res} for name, res in sizes.items()])
+            return
+        args = probe_args()
+        if args.smoke:
+            sys.exit("gluon_bwd_one_loop.py needs an sm_90 GPU: Gluon has no interpreter")
+        from hopper_bwd import METHOD, backward_flops, backward_inputs
+
+        from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
+        device, timing = timing_method(args.smoke)
+
+        def setup(pt):
+            q, k, v, do, leaves = backward_inputs(pt, device, args.smoke)
+            causal = pt["causal"]
+            out = _sdpa(*leaves, causal, SDPA_BACKENDS["sdpa-cudnn"])
+            o, lse = ex.attention_hopper_forward(q, k, v, causal)
+            fns = {"sdpa-cudnn": lambda: torch.autograd.grad(out, leaves, do,
+                                                             retain_graph=True)}
+            for name, mod in mods.items():
+                fns[name] = lambda mod=mod: mod.attention_hopper_backward(do, q, k, v, o, lse,
+                                                                          causal)
+            return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt)
+
+        sizes = code_sizes(mods)
+        rows, skipped = run_points(points(), setup, PASSES, timing, args.budget, "sdpa-cudnn",
+                                   graphs=(False,))
+        header = probe_header("benchmarks/evidence/attention/gluon_bwd_one_loop.py",
+                              METHOD + " " + CODE_METHOD,
+                              kernels="one loop: examples/attention_hopper.py's backward; two "
+                                      "loops: a copy of it with the probe's UNDO applied",
+                              passes=PASSES, budget_s=args.budget, skipped=skipped, code=sizes)
+        write_points(args.out / "gluon_bwd_one_loop.json", header, rows)
+
+
+if __name__ == "__main__":
+    main()
