@@ -98,7 +98,9 @@ def two_loop_module(tmp: Path):
     for new, old in UNDO:
         if src.count(new) != 1:
             sys.exit(f"examples/attention_hopper.py has not exactly one {new.strip()[:60]!r}: "
-                     "UNDO no longer matches the example")
+                     "UNDO no longer matches the example (if "
+                     "benchmarks/evidence/attention/pending/bwd_one_loop.patch exists, "
+                     "git apply it first)")
         src = src.replace(new, old)
     path = tmp / "attention_hopper_two_loops.py"
     path.write_text(src)
