@@ -1,14 +1,17 @@
 """Probe: the causal Gluon backward with one loop per consumer instead of two.
 
 The forward gained most at short causal sequences once its step stopped being compiled twice
-(run 89, ``gluon_one_loop.py``). The backward's two kernels had the same shape: each consumer
-walked the blocks that cross the diagonal in one loop, whose step took the mask as a constexpr,
-and the rest in a second loop, so under the mask each step was compiled twice per consumer
-warpgroup. Compiled for sm_90 (fp16), the dQ kernel at head dim 64 was 3256 SASS instructions
-under the mask against 1736 without it, dK/dV 2608 against 1296. The candidate, now in
+(run 89, ``gluon_one_loop.py``). The backward's two kernels have the same shape: each consumer
+walks the blocks that cross the diagonal in one loop, whose step takes the mask as a constexpr,
+and the rest in a second loop, so under the mask each step is compiled twice per consumer
+warpgroup. Compiled for sm_90 (fp16), the dQ kernel at head dim 64 is 3256 SASS instructions
+under the mask against 1736 without it, dK/dV 2608 against 1296. The candidate, a change of
 ``examples/attention_hopper.py``, walks the blocks in one loop whose step masks a block only
 when a runtime flag says it crosses the diagonal; without the mask the flag is the constant
-``False`` and the code is the same as before.
+``False`` and the code is the same as before. It is kept as
+``benchmarks/evidence/attention/pending/bwd_one_loop.patch`` (the example and its notebook)
+until a GPU verifies it: apply it first (``git apply`` it); the probe refuses to run
+without it.
 
 Candidates, at every causal backward point of the Hopper attention benchmark
 (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads): ``sdpa-cudnn`` (the reference,
