@@ -13,10 +13,10 @@ That change was kept as a patch (the example, its notebook and chapter) until ru
 verified and timed it; it is in the example since (commit 383e473), and at an earlier commit
 both candidates below would be the same kernel.
 
-This probe times the patched example ("one loop") beside the d21bd36 code ("two loops": a
+This probe times the example ("one loop") beside the d21bd36 code ("two loops": a
 second copy of the example module, loaded from its file under another name, whose
 ``_attend_tile`` is replaced by the one below before anything compiles, so the two kernels
-have separate compile caches), at head dim 64 also the patched example with a three-slot
+have separate compile caches), at head dim 64 also the example with a three-slot
 K/V ring (a third copy; run 88 had found the deeper ring best under the mask), and SDPA's
 cuDNN backend at every causal point of the Hopper attention benchmark
 (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads), and writes both kernels' SASS
@@ -27,7 +27,7 @@ reference cuDNN) and ``METHOD`` below, both written into the JSON header.
 
 Usage (repository root, on an sm_90 GPU): ``python benchmarks/evidence/attention/gluon_one_loop.py
 --out DIR [--budget S]``; ``--compile DIR`` (any machine) writes the code sizes only, to
-``DIR/code_sizes.json``.
+``DIR/one_loop_code_sizes.json``.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def candidate_module():
 
 
 def deep_ring_module():
-    """A copy of the patched example whose head-dim-64 ring has three K/V slots (the
+    """A copy of the example whose head-dim-64 ring has three K/V slots (the
     lead of run 88: a deeper ring helped most under the mask)."""
     mod = module_copy("attention_hopper_deep_ring")
     mod.CONFIGS = {**mod.CONFIGS, 64: {**mod.CONFIGS[64], "STAGES": 3}}
@@ -255,7 +255,7 @@ def main() -> None:
         sys.exit("examples/attention_hopper.py has two loops: the one-loop forward "
                  "is in the example from commit 383e473 on")
     mods = {"two loops": candidate_module(), "one loop": ex}
-    if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/code_sizes.json
+    if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/one_loop_code_sizes.json
         at = sys.argv.index("--compile") + 1
         if at >= len(sys.argv):
             sys.exit("usage: gluon_one_loop.py --compile DIR")
@@ -268,7 +268,7 @@ def main() -> None:
                   "kernels": "one loop: examples/attention_hopper.py (one loop since "
                              "commit 383e473); two loops: a copy of it "
                              "with the d21bd36 _attend_tile"}
-        write_points(out / "code_sizes.json", header,
+        write_points(out / "one_loop_code_sizes.json", header,
                      [{"kernel": name, **res} for name, res in sizes.items()])
         return
     args = probe_args()

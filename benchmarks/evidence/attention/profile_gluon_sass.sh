@@ -24,11 +24,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.memory,power
   > "$DIR/gpu.csv" 2>&1 || true
 export TORCHINDUCTOR_COMPILE_THREADS=1
 for name in ${CASES:-gluon_d64_causal_1024 gluon_d128_1024}; do
-  timeout 150 "$NCU" --clock-control none --profile-from-start off --replay-mode kernel \
+  timeout -k 10 150 "$NCU" --clock-control none --profile-from-start off --replay-mode kernel \
     --target-processes application-only --launch-count 1 \
     --section SourceCounters --section WarpStateStats --import-source no -f -o "$DIR/$name" \
     "$PY" benchmarks/evidence/attention/profile_gluon.py benchmarks/evidence/overview/profile_missed.py \
-    "$name" --meta "$DIR/$name.meta.json" > "$DIR/$name.log" 2>&1
+    "$name" --meta "$DIR/$name.meta.json" < /dev/null > "$DIR/$name.log" 2>&1
   echo $? > "$DIR/$name.rc"
   "$NCU" -i "$DIR/$name.ncu-rep" --page source --csv --print-source sass \
     > "$DIR/$name.sass.csv" 2>> "$DIR/$name.log"
