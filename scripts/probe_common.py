@@ -8,7 +8,11 @@ probes written before this module keep their own copies of these few lines.
   point per line, so that a diff of two runs reads point by point.
 * ``environment``: the header's common part: the GPU, the versions and the date.
 * ``ptxas_usage``: registers per thread and bytes spilled of a kernel compiled for sm_90, read from
-  ``ptxas -v`` (the ptxas that ships with Triton) on its PTX; no GPU needed.
+  ``ptxas -v`` (the ptxas that ships with Triton) on its PTX; no GPU needed. ``code_size``: those,
+  the kernel's SASS instruction count (``sass_instructions``, from the wheel's ``nvdisasm``), its
+  shared memory and ptxas's serialized-``wgmma`` warnings, in one dict.
+* ``load_module``: a Python file loaded as a module under a name of its own (a second copy of an
+  example gets kernels with their own compile cache).
 * ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
   reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
   passes to a point's columns.
@@ -84,6 +88,38 @@ def ptxas_usage(ptx: str, log: str | None = None) -> dict:
         raise ValueError(f"ptxas -v printed no register or spill counts: {out[-300:]!r}")
     return {"registers": int(regs.group(1)), "spill_store_bytes": int(spills.group(1)),
             "spill_load_bytes": int(spills.group(2))}
+
+
+def sass_instructions(cubin: bytes) -> int:
+    """How many instructions ``nvdisasm`` (beside the wheel's ptxas) lists in a cubin."""
+    nvdisasm = ptxas().parent / "nvdisasm"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True,
+                             check=True).stdout
+    return sum(1 for line in out.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line))
+
+
+def code_size(kernel) -> dict:
+    """A compiled sm_90 kernel's SASS instructions, registers, spills (one ptxas run),
+    shared memory, and ptxas's "wgmma.mma_async instructions are serialized" warnings."""
+    log = ptxas_log(kernel.asm["ptx"])
+    return {"sass_instructions": sass_instructions(kernel.asm["cubin"]),
+            **ptxas_usage(kernel.asm["ptx"], log), "shared_bytes": kernel.metadata.shared,
+            "wgmma_serialized_warnings": sum("serialized" in line for line in log.splitlines())}
+
+
+def load_module(name: str, path):
+    """The Python file at ``path`` executed as module ``name``, registered in ``sys.modules``
+    (dataclasses and Triton look a function's module up by name)."""
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def check_against(fns: dict, ref, rtol: float, atol: float) -> dict:
@@ -218,13 +254,7 @@ def attention_inputs(pt: dict, batch: int, heads: int, device, smoke: bool = Fal
 def load_profile_missed(path):
     """``benchmarks/evidence/overview/profile_missed.py`` (at ``path``) as a module, registered
     as ``profile_missed`` in ``sys.modules``: its dataclasses look their module up by name."""
-    import sys
-
-    spec = importlib.util.spec_from_file_location("profile_missed", path)
-    probe = importlib.util.module_from_spec(spec)
-    sys.modules["profile_missed"] = probe
-    spec.loader.exec_module(probe)
-    return probe
+    return load_module("profile_missed", path)
 
 
 def profile_missed_with(cases, argv=None) -> int:

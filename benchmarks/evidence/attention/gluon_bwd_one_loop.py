@@ -30,7 +30,6 @@ Usage (repository root): on an sm_90 GPU ``python benchmarks/evidence/attention/
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import tempfile
 from pathlib import Path
@@ -39,14 +38,13 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT / "examples"), str(ROOT), str(Path(__file__).resolve().parent)]
 
 import torch  # noqa: E402
-from gluon_one_loop import sass_instructions  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
+    code_size,
     environment,
+    load_module,
     probe_args,
     probe_header,
-    ptxas_log,
-    ptxas_usage,
     ptxas_version,
     run_points,
     timing_method,
@@ -55,8 +53,9 @@ from scripts.probe_common import (  # noqa: E402
 
 PASSES = 3
 CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that the example's "
-               "compile_for_sm90 builds for sm_90 (fp16); registers and spills from ptxas -v "
-               "on its PTX.")
+               "compile_for_sm90 builds for sm_90 (fp16); registers, spills and serialized-"
+               "wgmma warnings from ptxas -v on its PTX; shared memory from the compiled "
+               "kernel's metadata.")
 # (one-loop text in examples/attention_hopper.py, the two-loop text it replaced)
 UNDO = [
     ("dv, keys, cols, row_q0, m_lo, qk_scale, masked,",
@@ -107,25 +106,14 @@ def two_loop_module(tmp: Path):
         src = src.replace(new, old)
     path = tmp / "attention_hopper_two_loops.py"
     path.write_text(src)
-    spec = importlib.util.spec_from_file_location("attention_hopper_two_loops", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module("attention_hopper_two_loops", path)
 
 
 def code_sizes(mods: dict) -> dict:
-    out = {}
-    for name, mod in mods.items():
-        for kernel in ("dq", "dkdv"):
-            for d in (64, 128):
-                for causal in (False, True):
-                    k = mod.compile_for_sm90(torch.float16, d, causal, kernel)
-                    log = ptxas_log(k.asm["ptx"])
-                    out[f"{name}, {kernel}, head_dim={d}, causal={causal}"] = {
-                        "sass_instructions": sass_instructions(k.asm["cubin"]),
-                        **ptxas_usage(k.asm["ptx"], log)}
-    return out
+    return {f"{name}, {kernel}, head_dim={d}, causal={causal}":
+            code_size(mod.compile_for_sm90(torch.float16, d, causal, kernel))
+            for name, mod in mods.items() for kernel in ("dq", "dkdv") for d in (64, 128)
+            for causal in (False, True)}
 
 
 def points():

@@ -32,11 +32,7 @@ Usage (repository root, on an sm_90 GPU): ``python benchmarks/evidence/attention
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -56,12 +52,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
     attention_inputs,
+    code_size,
     environment,
+    load_module,
     probe_args,
     probe_header,
-    ptxas,
-    ptxas_log,
-    ptxas_usage,
     ptxas_version,
     run_points,
     timing_method,
@@ -190,11 +185,7 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
 def module_copy(name: str):
     """Another copy of examples/attention_hopper.py, loaded under `name`: its kernels
     have their own compile cache."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples/attention_hopper.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module(name, ROOT / "examples/attention_hopper.py")
 
 
 def candidate_module():
@@ -212,30 +203,10 @@ def deep_ring_module():
     return mod
 
 
-def sass_instructions(cubin: bytes) -> int:
-    nvdisasm = ptxas().parent / "nvdisasm"
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True,
-                             check=True).stdout
-    return sum(1 for line in out.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line))
-
-
 def code_sizes(mods: dict) -> dict:
-    out = {}
-    for name, mod in mods.items():
-        for d in (64, 128):
-            for causal in (False, True):
-                k = mod.compile_for_sm90(torch.float16, d, causal)
-                log = ptxas_log(k.asm["ptx"])  # one ptxas run: usage and warnings
-                out[f"{name}, head_dim={d}, causal={causal}"] = {
-                    "sass_instructions": sass_instructions(k.asm["cubin"]),
-                    **ptxas_usage(k.asm["ptx"], log), "shared_bytes": k.metadata.shared,
-                    # ptxas's "wgmma.mma_async instructions are serialized" warnings
-                    "wgmma_serialized_warnings": sum("serialized" in line
-                                                     for line in log.splitlines())}
-    return out
+    return {f"{name}, head_dim={d}, causal={causal}":
+            code_size(mod.compile_for_sm90(torch.float16, d, causal))
+            for name, mod in mods.items() for d in (64, 128) for causal in (False, True)}
 
 
 def points():
