@@ -758,7 +758,7 @@ def _dkdv_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_s
 
 @gluon.jit
 def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr, dk,
-               dv, keys, cols, row_q0, m_lo, qk_scale, MASK: gl.constexpr,
+               dv, keys, cols, row_q0, m_lo, qk_scale, masked,
                STAGES: gl.constexpr, st_layout: gl.constexpr, op_layout: gl.constexpr):
     """Query block m_lo + i against this warpgroup's 64 keys: dK and dV updated."""
     STEP_M: gl.constexpr = q_bufs.type.shape[1]
@@ -775,7 +775,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
     dpt = warpgroup_mma(v_wg, dob.permute((1, 0)), zero, use_acc=False, is_async=True)
     st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run
     pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
-    if MASK:  # a query before the key: P = 0
+    if masked:  # a query before the key: P = 0
         pt = gl.where(gl.expand_dims(m0 + cols, 0) >= gl.expand_dims(keys, 1), pt, 0.0)
     p_op = gl.convert_layout(pt.to(qb.dtype), op_layout)
     dv = warpgroup_mma(p_op, dob, dv, is_async=True)  # dV += P^T dO
@@ -792,7 +792,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
 def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                    v_smem, kv_bar, ready, empty, row_kv, row_q0, key0, m_lo, n_m,
                    n_diag, qk_scale, sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
-                   STAGES: gl.constexpr):
+                   STAGES: gl.constexpr, CAUSAL: gl.constexpr):
     STEP_M: gl.constexpr = q_bufs.type.shape[1]
     ROWS: gl.constexpr = k_smem.type.shape[1]  # keys per consumer
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -808,14 +808,13 @@ def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem
     keys = key0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, st_layout))
     cols = gl.arange(0, STEP_M, layout=gl.SliceLayout(0, st_layout))
     mbarrier.wait(kv_bar, 0)
-    for i in range(0, n_diag):  # query blocks that cross the diagonal: masked
+    masked = False  # without the mask: a constant, the mask compiled out
+    for i in range(0, n_m):
+        if CAUSAL:  # the first n_diag query blocks cross the diagonal
+            masked = i < n_diag
         dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
                             delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
-                            True, STAGES, st_layout, op_layout)
-    for i in range(n_diag, n_m):
-        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
-                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
-                            False, STAGES, st_layout, op_layout)
+                            masked, STAGES, st_layout, op_layout)
     # K and V are read no more: their tiles carry dK and dV out
     k_wg.store((dk * sm_scale).to(k_wg.dtype))
     v_wg.store(dv.to(v_wg.dtype))
@@ -865,10 +864,12 @@ def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_de
     gl.warp_specialize([
         (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
-                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES,
+                          CAUSAL)),
         (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
-                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES,
+                          CAUSAL)),
         (_dkdv_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m,
                           STAGES)),
@@ -903,7 +904,7 @@ def _dq_producer(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs, v_buf
 
 @gluon.jit
 def _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta, rows,
-             qk_scale, MASK: gl.constexpr, STAGES: gl.constexpr,
+             qk_scale, masked, STAGES: gl.constexpr,
              s_layout: gl.constexpr, op_layout: gl.constexpr):
     """Key block j against this warpgroup's 64 queries: dQ updated."""
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
@@ -917,7 +918,7 @@ def _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta, rows
                        is_async=True)
     s = warpgroup_mma_wait(1, deps=(s,))  # S is done, dP may still run
     p = gl.exp2(s * qk_scale - gl.expand_dims(lse2, 1))
-    if MASK:  # a key after the query: P = 0
+    if masked:  # a key after the query: P = 0
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         p = gl.where(gl.expand_dims(rows, 1) >= gl.expand_dims(cols, 0), p, 0.0)
     dp = warpgroup_mma_wait(0, deps=(dp,))
@@ -948,7 +949,8 @@ def _delta(o_ptr, delta_ptr, do_wg, row0, HEAD_D: gl.constexpr):
 @gluon.jit
 def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
                  q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
-                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):
+                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr,
+                 CAUSAL: gl.constexpr):
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
     ROWS: gl.constexpr = q_smem.type.shape[1]  # queries per consumer
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -966,12 +968,12 @@ def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_
     delta = _delta(o_ptr, delta_ptr, do_wg, row_q + WG * ROWS, HEAD_D)
     delta = gl.convert_layout(delta, gl.SliceLayout(1, s_layout))
     dq = gl.zeros([ROWS, HEAD_D], gl.float32, acc_layout)
-    for j in range(0, n_full):
+    masked = False  # without the mask: a constant, the mask compiled out
+    for j in range(0, n_blocks):
+        if CAUSAL:  # key blocks from n_full on cross the diagonal
+            masked = j >= n_full
         dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
-                      rows, qk_scale, False, STAGES, s_layout, op_layout)
-    for j in range(n_full, n_blocks):  # key blocks that cross the diagonal: masked
-        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
-                      rows, qk_scale, True, STAGES, s_layout, op_layout)
+                      rows, qk_scale, masked, STAGES, s_layout, op_layout)
     q_wg.store((dq * sm_scale).to(q_wg.dtype))  # Q is read no more: dQ leaves in it
     fence_async_shared()
     tma.async_copy_shared_to_global(dq_desc, [row_q + WG * ROWS, 0], q_wg)
@@ -1020,10 +1022,10 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, 
     gl.warp_specialize([
         (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
-                        qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+                        qk_scale, sm_scale, WG0, HEAD_D, STAGES, CAUSAL)),
         (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
-                        qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
+                        qk_scale, sm_scale, WG1, HEAD_D, STAGES, CAUSAL)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
