@@ -12,7 +12,8 @@
 # counter is sampled across the kernel's run, and each sample says what the warp was doing.
 # Writes, under "$OUT/sass/": <case>.ncu-rep (the report), <case>.sass.csv (the report's source page:
 # one row per SASS instruction with its samples, `ncu -i ... --page source --csv --print-source sass`),
-# <case>.log, <case>.meta.json, <case>.rc, ncu_version.txt and gpu.csv.
+# <case>.details.csv (the sections' metrics, the kernel's stall reasons among them), <case>.log,
+# <case>.meta.json, <case>.rc, ncu_version.txt and gpu.csv.
 set -u -o pipefail
 cd "$(dirname "$0")/../../.."
 : "${OUT:?set OUT to the folder the results go to}"
@@ -36,5 +37,6 @@ for spec in ${CASES:-gluon_d64_causal_1024 gluon_d128_1024}; do
   "$NCU" -i "$DIR/$name.ncu-rep" --page source --csv --print-source sass \
     > "$DIR/$name.sass.csv" 2>> "$DIR/$name.log"
   page=$?
+  "$NCU" -i "$DIR/$name.ncu-rep" --page details --csv > "$DIR/$name.details.csv" 2>> "$DIR/$name.log"
   echo "$name: ncu rc=$(cat "$DIR/$name.rc"), source page rc=$page, $(wc -l < "$DIR/$name.sass.csv") lines"
 done

@@ -17,8 +17,9 @@ Usage (repository root)::
     python benchmarks/evidence/attention/sass_stalls.py DIR/sass/*.sass.csv --out FILE.json
 
 The columns are found by name: the SASS text (``Source``), the address (``Address``) and every
-column whose name holds ``Samples`` (e.g. ``Warp Stall Sampling (All Samples)`` and
-``(Not-issued Samples)``); the first of those with ``All`` in its name is the one ranked.
+numeric column (the sample counts, e.g. ``Warp Stall Sampling (All Samples)`` and
+``(Not-issued Samples)``, and any other metric the page holds); the first column whose name
+holds ``Samples`` and ``All`` is the one ranked.
 """
 
 from __future__ import annotations
@@ -70,6 +71,16 @@ def _number(text: str) -> float:
         return 0.0
 
 
+def _numeric(rows: list[dict], column: str) -> bool:
+    values = [(r.get(column) or "").replace(",", "").strip() for r in rows]
+    values = [v for v in values if v]
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return False
+    return bool(values)
+
+
 def read_rows(path: Path) -> tuple[list[str], list[dict]]:
     """The source page's header and rows (ncu may print lines before the CSV header)."""
     lines = path.read_text(errors="replace").splitlines()
@@ -85,10 +96,13 @@ def summarize(path: Path, top: int = 25) -> dict:
     header, rows = read_rows(path)
     source = next(c for c in header if c.strip().strip("#").strip() == "Source" or c == "Source")
     address = next((c for c in header if "Address" in c), None)
-    sample_cols = [c for c in header if "Samples" in c]
-    if not sample_cols:
+    # every numeric column: the sample counts, and whatever else the page holds (executed
+    # instructions, a column per stall reason where this ncu version exports one)
+    sample_cols = [c for c in header if c not in (source, address) and _numeric(rows, c)]
+    counts = [c for c in sample_cols if "Samples" in c]
+    if not counts:
         raise ValueError(f"{path}: no sample columns in {header}")
-    ranked = next((c for c in sample_cols if "All" in c), sample_cols[0])
+    ranked = next((c for c in counts if "All" in c), counts[0])
     instrs = []
     for i, row in enumerate(rows):
         sass = (row.get(source) or "").strip()
