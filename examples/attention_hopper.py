@@ -272,10 +272,12 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # accumulator layout (`NVMMADistributedLayout`, version 3, the 4 warps of the
 # warpgroup stacked along the rows), with `BLOCK_N` and `HEAD_D` columns.
 #
-# `_softmax_block` is the online softmax of `examples/attention.py` in base 2:
-# `qk_scale = sm_scale * log2(e)` scales each exponent, the running max `m` (of
-# the unscaled scores) and sum `l` are fp32, one value per row (a `SliceLayout`
-# of S's layout).
+# `_softmax_block` is the online softmax of `examples/attention.py` in base 2.
+# The scale `qk_scale = sm_scale * log2(e)` is already in the scores: each
+# consumer multiplies its Q tile by it once, in shared memory, when the tile
+# lands, so a score costs one subtraction before its `exp2`, not a subtraction
+# and a multiplication. The running max `m` and sum `l` are fp32, one value per
+# row (a `SliceLayout` of S's layout).
 #
 # `_step` is one key block `j` of the tile (block `c` of the ring, counted
 # over the program's tiles as the producer counts). It issues `S_j = Q K_j^T`,
@@ -306,20 +308,20 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # %%
 # --8<-- [start:softmax]
 @gluon.jit
-def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr,
+def _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N: gl.constexpr,
                    s_layout: gl.constexpr):
-    """Online softmax of one fp32 S tile: (p, alpha, m_new, l_new)."""
+    """Online softmax of one fp32 S tile, scores already scaled by qk_scale:
+    (p, alpha, m_new, l_new)."""
     if masked:  # causal, on the diagonal: key column > query row is -inf
         ROWS: gl.constexpr = s.type.shape[0]
         rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         s = gl.where(gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1), s,
                      -float("inf"))
-    # m in unscaled units; the difference is scaled (no FMA can form), so the row's
-    # largest exponent is exactly 0
+    # one subtraction per score: the row's largest exponent is exactly 0
     m_new = gl.maximum(m_i, gl.reduce(s, 1, _max_combine))
-    alpha = gl.exp2((m_i - m_new) * qk_scale)
-    p = gl.exp2((s - gl.expand_dims(m_new, 1)) * qk_scale)
+    alpha = gl.exp2(m_i - m_new)
+    p = gl.exp2(s - gl.expand_dims(m_new, 1))
     l_new = l_i * alpha + gl.reduce(p, 1, _sum_combine)
     return p, alpha, m_new, l_new
 # --8<-- [end:softmax]
@@ -328,7 +330,7 @@ def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked, BLOCK_N: gl.constex
 # --8<-- [start:step]
 @gluon.jit
 def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
-          l_i, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+          l_i, q_row0, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
           s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
     """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
@@ -342,8 +344,8 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
-    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked,
-                                            BLOCK_N, s_layout)
+    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N,
+                                            s_layout)
     p_new = gl.convert_layout(p_new.to(q.dtype), p_layout)
     o, p = warpgroup_mma_wait(0, deps=(o, p))
     mbarrier.arrive(v_empty.index(prev))
@@ -369,6 +371,10 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=2)
     mbarrier.wait(q_bar, i & 1)
+    # Q times qk_scale, once per tile: every score comes out of the wgmma scaled
+    q_regs: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    q.store((q.load(q_regs).to(gl.float32) * qk_scale).to(q.dtype))
+    fence_async_shared()  # the wgmma reads the stored Q
     m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
     o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
@@ -387,15 +393,15 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
         masked = n_full == 0
     else:  # a constant False: the mask is compiled out
         masked = False
-    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, masked,
-                                        BLOCK_N, s_layout)
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, masked, BLOCK_N,
+                                        s_layout)
     p = gl.convert_layout(p.to(q.dtype), p_layout)
     for j in range(1, n_blocks):
         if CAUSAL:
             masked = j >= n_full
         o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
-                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
-                               masked, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, masked,
+                               BLOCK_N, STAGES, s_layout, o_layout, p_layout)
     c += n_blocks
     last = (c - 1) % STAGES  # the pipeline's tail: the last P V
     mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
@@ -411,7 +417,7 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     o_buf.store(o.to(o_desc.dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(o_desc, [row_q, 0], o_buf)
-    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2
+    lse = (m_i + gl.log2(l_i)) * LN2
     gl.store(lse_ptr + row_q + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout)),
              lse)
     return c
@@ -758,7 +764,7 @@ def _dkdv_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_s
 
 @gluon.jit
 def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr, dk,
-               dv, keys, cols, row_q0, m_lo, qk_scale, masked,
+               dv, keys, cols, row_q0, m_lo, qk_scale, MASK: gl.constexpr,
                STAGES: gl.constexpr, st_layout: gl.constexpr, op_layout: gl.constexpr):
     """Query block m_lo + i against this warpgroup's 64 keys: dK and dV updated."""
     STEP_M: gl.constexpr = q_bufs.type.shape[1]
@@ -775,7 +781,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
     dpt = warpgroup_mma(v_wg, dob.permute((1, 0)), zero, use_acc=False, is_async=True)
     st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run
     pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
-    if masked:  # a query before the key: P = 0
+    if MASK:  # a query before the key: P = 0
         pt = gl.where(gl.expand_dims(m0 + cols, 0) >= gl.expand_dims(keys, 1), pt, 0.0)
     p_op = gl.convert_layout(pt.to(qb.dtype), op_layout)
     dv = warpgroup_mma(p_op, dob, dv, is_async=True)  # dV += P^T dO
@@ -792,7 +798,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
 def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                    v_smem, kv_bar, ready, empty, row_kv, row_q0, key0, m_lo, n_m,
                    n_diag, qk_scale, sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
-                   STAGES: gl.constexpr, CAUSAL: gl.constexpr):
+                   STAGES: gl.constexpr):
     STEP_M: gl.constexpr = q_bufs.type.shape[1]
     ROWS: gl.constexpr = k_smem.type.shape[1]  # keys per consumer
     st_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -808,13 +814,14 @@ def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem
     keys = key0 + WG * ROWS + gl.arange(0, ROWS, layout=gl.SliceLayout(1, st_layout))
     cols = gl.arange(0, STEP_M, layout=gl.SliceLayout(0, st_layout))
     mbarrier.wait(kv_bar, 0)
-    masked = False  # without the mask: a constant, the mask compiled out
-    for i in range(0, n_m):
-        if CAUSAL:  # the first n_diag query blocks cross the diagonal
-            masked = i < n_diag
+    for i in range(0, n_diag):  # query blocks that cross the diagonal: masked
         dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
                             delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
-                            masked, STAGES, st_layout, op_layout)
+                            True, STAGES, st_layout, op_layout)
+    for i in range(n_diag, n_m):
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+                            delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
+                            False, STAGES, st_layout, op_layout)
     # K and V are read no more: their tiles carry dK and dV out
     k_wg.store((dk * sm_scale).to(k_wg.dtype))
     v_wg.store(dv.to(v_wg.dtype))
@@ -864,12 +871,10 @@ def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_de
     gl.warp_specialize([
         (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
-                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES,
-                          CAUSAL)),
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
         (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
-                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES,
-                          CAUSAL)),
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
         (_dkdv_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m,
                           STAGES)),
@@ -904,7 +909,7 @@ def _dq_producer(q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs, v_buf
 
 @gluon.jit
 def _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta, rows,
-             qk_scale, masked, STAGES: gl.constexpr,
+             qk_scale, MASK: gl.constexpr, STAGES: gl.constexpr,
              s_layout: gl.constexpr, op_layout: gl.constexpr):
     """Key block j against this warpgroup's 64 queries: dQ updated."""
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
@@ -918,7 +923,7 @@ def _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta, rows
                        is_async=True)
     s = warpgroup_mma_wait(1, deps=(s,))  # S is done, dP may still run
     p = gl.exp2(s * qk_scale - gl.expand_dims(lse2, 1))
-    if masked:  # a key after the query: P = 0
+    if MASK:  # a key after the query: P = 0
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         p = gl.where(gl.expand_dims(rows, 1) >= gl.expand_dims(cols, 0), p, 0.0)
     dp = warpgroup_mma_wait(0, deps=(dp,))
@@ -949,8 +954,7 @@ def _delta(o_ptr, delta_ptr, do_wg, row0, HEAD_D: gl.constexpr):
 @gluon.jit
 def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
                  q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
-                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr,
-                 CAUSAL: gl.constexpr):
+                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
     ROWS: gl.constexpr = q_smem.type.shape[1]  # queries per consumer
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -968,12 +972,12 @@ def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_
     delta = _delta(o_ptr, delta_ptr, do_wg, row_q + WG * ROWS, HEAD_D)
     delta = gl.convert_layout(delta, gl.SliceLayout(1, s_layout))
     dq = gl.zeros([ROWS, HEAD_D], gl.float32, acc_layout)
-    masked = False  # without the mask: a constant, the mask compiled out
-    for j in range(0, n_blocks):
-        if CAUSAL:  # key blocks from n_full on cross the diagonal
-            masked = j >= n_full
+    for j in range(0, n_full):
         dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
-                      rows, qk_scale, masked, STAGES, s_layout, op_layout)
+                      rows, qk_scale, False, STAGES, s_layout, op_layout)
+    for j in range(n_full, n_blocks):  # key blocks that cross the diagonal: masked
+        dq = _dq_step(j, q_wg, do_wg, k_bufs, v_bufs, ready, empty, dq, lse2, delta,
+                      rows, qk_scale, True, STAGES, s_layout, op_layout)
     q_wg.store((dq * sm_scale).to(q_wg.dtype))  # Q is read no more: dQ leaves in it
     fence_async_shared()
     tma.async_copy_shared_to_global(dq_desc, [row_q + WG * ROWS, 0], q_wg)
@@ -1022,10 +1026,10 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, 
     gl.warp_specialize([
         (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
-                        qk_scale, sm_scale, WG0, HEAD_D, STAGES, CAUSAL)),
+                        qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
         (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
-                        qk_scale, sm_scale, WG1, HEAD_D, STAGES, CAUSAL)),
+                        qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])

@@ -13,7 +13,10 @@ Q tile by ``qk_scale`` once, in shared memory, when it lands (its rounding to fp
 the only new error); the scores then come out of the tensor cores already scaled, and a score
 costs one subtraction: ``exp2(s - m)``, the row's largest exponent still exactly 0. It is the
 example's source with the text replacements in ``EDITS`` below, loaded under another module
-name (its kernels have their own compile cache).
+name (its kernels have their own compile cache). Run 90 measured it so and kept it: the example
+multiplies Q since. From then on the probe times the example against a copy with the text
+replacements in ``UNDO`` (the code that run 89 verified, with the scale in each exponent), at
+every forward point at 1024 and 4096 tokens, five passes.
 
 Candidates at the forward points of the Hopper attention benchmark listed in ``POINTS``
 (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads): ``sdpa-cudnn`` (the
@@ -48,10 +51,9 @@ from scripts.probe_common import (  # noqa: E402
     ptxas_version,
     run_points,
     timing_method,
+    write_points,  # noqa: E402
 )
-from scripts.probe_common import write_points  # noqa: E402
 
-PASSES = 3
 CANDIDATE = "prescaled Q"
 METHOD = ("Inputs: seeded torch.randn, batch 32 x 16 heads; tolerance 2e-2 (fp16), 4e-2 (bf16) "
           "against SDPA's cuDNN backend. SASS size: the instructions nvdisasm lists in the cubin "
@@ -72,23 +74,109 @@ EDITS = [
     ("    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2",
      "    lse = (m_i + gl.log2(l_i)) * LN2"),
 ]
-# (dtype, head_dim, causal, seq): the misses at head dim 64 and a control at 128
+# (the example's text, the text it replaced: Q not prescaled, as at commit f8b6157 / run 89)
+UNDO = [
+    (('#\n'
+      '# `_softmax_block` is the online softmax of `examples/attention.py` in base 2.\n'
+      '# The scale `qk_scale = sm_scale * log2(e)` is already in the scores: each\n'
+      '# consumer multiplies its Q tile by it once, in shared memory, when the tile\n'
+      '# lands, so a score costs one subtraction before its `exp2`, not a subtraction\n'
+      '# and a multiplication. The running max `m` and sum `l` are fp32, one value per\n'
+      "# row (a `SliceLayout` of S's layout).\n"),
+     ('#\n'
+      '# `_softmax_block` is the online softmax of `examples/attention.py` in base 2:\n'
+      '# `qk_scale = sm_scale * log2(e)` scales each exponent, the running max `m` (of\n'
+      '# the unscaled scores) and sum `l` are fp32, one value per row (a `SliceLayout`\n'
+      "# of S's layout).\n")),
+    (('@gluon.jit\n'
+      'def _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N: gl.constexpr,\n'),
+     ('@gluon.jit\n'
+      'def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr,\n')),
+    (('                   s_layout: gl.constexpr):\n'
+      '    """Online softmax of one fp32 S tile, scores already scaled by qk_scale:\n'
+      '    (p, alpha, m_new, l_new)."""\n'),
+     ('                   s_layout: gl.constexpr):\n'
+      '    """Online softmax of one fp32 S tile: (p, alpha, m_new, l_new)."""\n')),
+    (('                     -float("inf"))\n'
+      "    # one subtraction per score: the row's largest exponent is exactly 0\n"),
+     ('                     -float("inf"))\n'
+      "    # m in unscaled units; the difference is scaled (no FMA can form), so the row's\n"
+      '    # largest exponent is exactly 0\n')),
+    (('    m_new = gl.maximum(m_i, gl.reduce(s, 1, _max_combine))\n'
+      '    alpha = gl.exp2(m_i - m_new)\n'
+      '    p = gl.exp2(s - gl.expand_dims(m_new, 1))\n'),
+     ('    m_new = gl.maximum(m_i, gl.reduce(s, 1, _max_combine))\n'
+      '    alpha = gl.exp2((m_i - m_new) * qk_scale)\n'
+      '    p = gl.exp2((s - gl.expand_dims(m_new, 1)) * qk_scale)\n')),
+    (('def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,\n'
+      '          l_i, q_row0, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,\n'),
+     ('def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,\n'
+      '          l_i, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,\n')),
+    (('    mbarrier.arrive(k_empty.index(slot))\n'
+      '    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N,\n'
+      '                                            s_layout)\n'),
+     ('    mbarrier.arrive(k_empty.index(slot))\n'
+      '    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked,\n'
+      '                                            BLOCK_N, s_layout)\n')),
+    (('    mbarrier.wait(q_bar, i & 1)\n'
+      '    # Q times qk_scale, once per tile: every score comes out of the wgmma scaled\n'
+      '    q_regs: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])\n'
+      '    q.store((q.load(q_regs).to(gl.float32) * qk_scale).to(q.dtype))\n'
+      '    fence_async_shared()  # the wgmma reads the stored Q\n'),
+     ('    mbarrier.wait(q_bar, i & 1)\n')),
+    (('        masked = False\n'
+      '    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, masked, BLOCK_N,\n'
+      '                                        s_layout)\n'),
+     ('        masked = False\n'
+      '    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, masked,\n'
+      '                                        BLOCK_N, s_layout)\n')),
+    (('        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,\n'
+      '                               v_ready, v_empty, o, p, m_i, l_i, q_row0, masked,\n'
+      '                               BLOCK_N, STAGES, s_layout, o_layout, p_layout)\n'),
+     ('        o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,\n'
+      '                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,\n'
+      '                               masked, BLOCK_N, STAGES, s_layout, o_layout, p_layout)\n')),
+    (('    tma.async_copy_shared_to_global(o_desc, [row_q, 0], o_buf)\n'
+      '    lse = (m_i + gl.log2(l_i)) * LN2\n'),
+     ('    tma.async_copy_shared_to_global(o_desc, [row_q, 0], o_buf)\n'
+      '    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2\n')),
+]
+# (dtype, head_dim, causal, seq): run 90's points, the misses at head dim 64 and a control at 128
 POINTS = [("fp16", 64, False, 1024), ("bf16", 64, False, 1024), ("fp16", 64, False, 4096),
           ("bf16", 64, False, 4096), ("fp16", 64, True, 1024), ("fp16", 64, True, 4096),
           ("fp16", 128, False, 1024), ("fp16", 128, False, 4096)]
+# once the example is prescaled: every forward point of the benchmark at 1024 and 4096, head
+# dim 64 first
+MORE_POINTS = [(dt, d, c, s) for d in (64, 128) for c in (False, True) for s in (1024, 4096)
+               for dt in ("fp16", "bf16")]
 
 
-def candidate_module(tmp: Path):
-    """A copy of examples/attention_hopper.py with EDITS applied, as its own module."""
+def prescaled() -> bool:
+    """Whether the example multiplies Q by qk_scale (it does since run 90)."""
+    return "q_regs" in (ROOT / "examples/attention_hopper.py").read_text()
+
+
+def edited_module(tmp: Path, name: str, edits):
+    """A copy of examples/attention_hopper.py with the (old, new) text replacements
+    `edits` applied, loaded as module `name`."""
     src = (ROOT / "examples/attention_hopper.py").read_text()
-    for old, new in EDITS:
+    for old, new in edits:
         if src.count(old) != 1:
             sys.exit(f"examples/attention_hopper.py has not exactly one {old.strip()[:60]!r}: "
-                     "EDITS no longer match the example")
+                     "the probe's replacements no longer match the example")
         src = src.replace(old, new)
-    path = tmp / "attention_hopper_prescaled.py"
+    path = tmp / f"{name}.py"
     path.write_text(src)
-    return load_module("attention_hopper_prescaled", path)
+    return load_module(name, path)
+
+
+def candidates(ex, tmp: Path) -> dict:
+    """Run 90 (Q not yet prescaled in the example): the example and a copy with EDITS.
+    Since: the example and a copy with UNDO, the code run 89 verified."""
+    if prescaled():
+        return {"unscaled": edited_module(tmp, "attention_hopper_unscaled", UNDO),
+                CANDIDATE: ex}
+    return {"example": ex, CANDIDATE: edited_module(tmp, "attention_hopper_prescaled", EDITS)}
 
 
 def code_sizes(mods: dict) -> dict:
@@ -101,7 +189,7 @@ def main() -> None:
     import attention_hopper as ex
 
     with tempfile.TemporaryDirectory() as tmp:
-        mods = {"example": ex, CANDIDATE: candidate_module(Path(tmp))}
+        mods = candidates(ex, Path(tmp))
         if "--compile" in sys.argv:  # any machine: the code sizes
             at = sys.argv.index("--compile") + 1
             if at >= len(sys.argv):
@@ -131,13 +219,18 @@ def main() -> None:
             flops = 4.0 * BATCH * HEADS * seq * seq * d * (0.5 if causal else 1.0)
             return fns, (2e-2 if pt["dtype"] == "fp16" else 4e-2), flops
 
-        points = ({"dtype": dt, "head_dim": d, "causal": c, "seq": s} for dt, d, c, s in POINTS)
+        points = ({"dtype": dt, "head_dim": d, "causal": c, "seq": s}
+                  for dt, d, c, s in (POINTS if not prescaled() else MORE_POINTS))
         sizes = code_sizes(mods)
-        rows, skipped = run_points(points, setup, PASSES, timing, args.budget, "sdpa-cudnn")
+        passes = 5 if prescaled() else 3  # run 90: 3
+        rows, skipped = run_points(points, setup, passes, timing, args.budget, "sdpa-cudnn")
+        kernels = ("unscaled: a copy of examples/attention_hopper.py with the probe's UNDO "
+                   "applied; " + CANDIDATE + ": the example") if prescaled() else (
+                   "example: examples/attention_hopper.py; " + CANDIDATE
+                   + ": a copy of it with the probe's EDITS applied")
         header = probe_header("benchmarks/evidence/attention/gluon_prescale.py", METHOD,
-                              kernels="example: examples/attention_hopper.py; " + CANDIDATE
-                                      + ": a copy of it with the probe's EDITS applied",
-                              batch=BATCH, heads=HEADS, passes=PASSES, budget_s=args.budget,
+                              kernels=kernels,
+                              batch=BATCH, heads=HEADS, passes=passes, budget_s=args.budget,
                               skipped=skipped, code=sizes)
         write_points(args.out / "gluon_prescale.json", header, rows)
 
