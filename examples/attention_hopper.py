@@ -763,7 +763,7 @@ def _dkdv_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_s
 
 
 @gluon.jit
-def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr, dk,
+def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr, dk,
                dv, keys, cols, row_q0, m_lo, qk_scale, MASK: gl.constexpr,
                STAGES: gl.constexpr, st_layout: gl.constexpr, op_layout: gl.constexpr):
     """Query block m_lo + i against this warpgroup's 64 keys: dK and dV updated."""
@@ -771,7 +771,9 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
     ROWS: gl.constexpr = k_wg.type.shape[0]
     slot = i % STAGES
     m0 = (m_lo + i) * STEP_M  # the block's first query, within the head
-    lse2 = gl.load(lse_ptr + row_q0 + m0 + cols) * LOG2E_GL  # natural log -> base 2
+    # -lse in base 2, written by the dQ kernel: its first use is the FMA after the
+    # matmuls, so no instruction waits for the load before they are issued
+    neg_lse2 = gl.load(lse2_ptr + row_q0 + m0 + cols)
     delta = gl.load(delta_ptr + row_q0 + m0 + cols)
     mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
     qb = q_bufs.index(slot)
@@ -780,7 +782,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
     st = warpgroup_mma(k_wg, qb.permute((1, 0)), zero, use_acc=False, is_async=True)
     dpt = warpgroup_mma(v_wg, dob.permute((1, 0)), zero, use_acc=False, is_async=True)
     st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run
-    pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
+    pt = gl.exp2(st * qk_scale + gl.expand_dims(neg_lse2, 0))
     if MASK:  # a query before the key: P = 0
         pt = gl.where(gl.expand_dims(m0 + cols, 0) >= gl.expand_dims(keys, 1), pt, 0.0)
     p_op = gl.convert_layout(pt.to(qb.dtype), op_layout)
@@ -795,7 +797,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr,
 
 
 @gluon.jit
-def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+def _dkdv_consumer(dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                    v_smem, kv_bar, ready, empty, row_kv, row_q0, key0, m_lo, n_m,
                    n_diag, qk_scale, sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
                    STAGES: gl.constexpr):
@@ -815,11 +817,11 @@ def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem
     cols = gl.arange(0, STEP_M, layout=gl.SliceLayout(0, st_layout))
     mbarrier.wait(kv_bar, 0)
     for i in range(0, n_diag):  # query blocks that cross the diagonal: masked
-        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr,
                             delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
                             True, STAGES, st_layout, op_layout)
     for i in range(n_diag, n_m):
-        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr,
                             delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
                             False, STAGES, st_layout, op_layout)
     # K and V are read no more: their tiles carry dK and dV out
@@ -833,7 +835,7 @@ def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem
 
 @gluon.jit
 def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc,
-                                 lse_ptr, delta_ptr, seq_len, qk_scale, sm_scale,
+                                 lse2_ptr, delta_ptr, seq_len, qk_scale, sm_scale,
                                  HEAD_D: gl.constexpr, STAGES: gl.constexpr,
                                  CAUSAL: gl.constexpr):
     STEP_M: gl.constexpr = q_desc.block_type.shape[0]
@@ -869,12 +871,14 @@ def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_de
     WG0: gl.constexpr = 0
     WG1: gl.constexpr = 1
     gl.warp_specialize([
-        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
-                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
-                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
-        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
-                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
-                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
+        (_dkdv_consumer, (dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs,
+                          k_smem, v_smem, kv_bar, ready, empty, row_kv, row_q0,
+                          j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG0,
+                          HEAD_D, STAGES)),
+        (_dkdv_consumer, (dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs,
+                          k_smem, v_smem, kv_bar, ready, empty, row_kv, row_q0,
+                          j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG1,
+                          HEAD_D, STAGES)),
         (_dkdv_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m,
                           STAGES)),
@@ -952,9 +956,10 @@ def _delta(o_ptr, delta_ptr, do_wg, row0, HEAD_D: gl.constexpr):
 
 
 @gluon.jit
-def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
-                 q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
-                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):
+def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem, k_bufs,
+                 v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,
+                 sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
+                 STAGES: gl.constexpr):
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
     ROWS: gl.constexpr = q_smem.type.shape[1]  # queries per consumer
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -968,6 +973,7 @@ def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_
     offs = gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     rows = q0 + WG * ROWS + offs  # query index within the head
     lse2 = gl.load(lse_ptr + row_q + WG * ROWS + offs) * LOG2E_GL
+    gl.store(lse2_ptr + row_q + WG * ROWS + offs, -lse2)  # for the dK/dV kernel
     mbarrier.wait(q_bar, 0)  # Q and dO are in shared memory
     delta = _delta(o_ptr, delta_ptr, do_wg, row_q + WG * ROWS, HEAD_D)
     delta = gl.convert_layout(delta, gl.SliceLayout(1, s_layout))
@@ -986,7 +992,7 @@ def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_
 
 @gluon.jit
 def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, lse_ptr,
-                               delta_ptr, seq_len, qk_scale, sm_scale,
+                               delta_ptr, lse2_ptr, seq_len, qk_scale, sm_scale,
                                HEAD_D: gl.constexpr, STAGES: gl.constexpr,
                                CAUSAL: gl.constexpr):
     CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]  # two consumers' queries
@@ -1024,12 +1030,12 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, 
     WG1: gl.constexpr = 1
     row_q = row_kv0 + q0
     gl.warp_specialize([
-        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
-                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
-                        qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
-        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
-                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
-                        qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem,
+                        k_bufs, v_bufs, q_bar, ready, empty, row_q, q0, n_full,
+                        n_blocks, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem,
+                        k_bufs, v_bufs, q_bar, ready, empty, row_q, q0, n_full,
+                        n_blocks, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1090,15 +1096,16 @@ def _backward(do, q, k, v, o, lse, causal: bool, sm_scale: float):
     dq, dk, dv = (torch.empty(q.shape, device=q.device, dtype=q.dtype) for _ in "qkv")
     if q.numel() == 0:
         return dq, dk, dv
-    delta = torch.empty_like(lse)  # written by the dQ kernel, read by the dK/dV kernel
+    # written by the dQ kernel, read by the dK/dV kernel: delta, and -lse in base 2
+    delta, lse2 = torch.empty_like(lse), torch.empty_like(lse)
     dkdv_descs, dq_descs = _bwd_descriptors(q, k, v, do, dq, dk, dv)
     scales = (S, sm_scale * LOG2E, sm_scale)
     cfg = BWD_CONFIGS[D]
     attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA
-        *dq_descs, o, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
+        *dq_descs, o, lse, delta, lse2, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
         CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
     attention_hopper_dkdv_kernel[(B * H * (S // BLOCK_M),)](  # 128 keys per CTA
-        *dkdv_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],
+        *dkdv_descs, lse2, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],
         CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
     return dq, dk, dv
 
@@ -1167,10 +1174,12 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
         descs = dkdv if kernel == "dkdv" else dq
         names = ("q_desc", "k_desc", "v_desc", "do_desc",
                  *(("dk_desc", "dv_desc") if kernel == "dkdv" else ("dq_desc",)))
-        scalars = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "seq_len": "i32",
-                   "qk_scale": "fp32", "sm_scale": "fp32"}
-        if kernel == "dq":  # O's rows, for delta
-            scalars = {"o_ptr": mangle_type(t), **scalars}
+        rest = {"seq_len": "i32", "qk_scale": "fp32", "sm_scale": "fp32"}
+        if kernel == "dq":  # O's rows, for delta; -lse in base 2, for dK/dV
+            scalars = {"o_ptr": mangle_type(t), "lse_ptr": "*fp32",
+                       "delta_ptr": "*fp32", "lse2_ptr": "*fp32", **rest}
+        else:
+            scalars = {"lse2_ptr": "*fp32", "delta_ptr": "*fp32", **rest}
         fn = {"dkdv": attention_hopper_dkdv_kernel,
               "dq": attention_hopper_dq_kernel}[kernel]
     else:

@@ -6,7 +6,8 @@ run 35), which does the work: the Gluon forward and SDPA's cuDNN backend at fp16
 causal, seq 1024, and at fp16, head dim 128, seq 1024 (batch 32 x 16, as in
 ``benchmarks/cases/attention_hopper.py``); the Gluon forward at head dim 64 without the mask and
 the Gluon backward at head dim 64 without the mask (both seq 1024), for
-``profile_gluon_sass.sh``. This file stands in for the Python interpreter of ``profile_missed.sh``, which runs ``$PYTHON benchmarks/evidence/overview/profile_missed.py ARGS``:
+``profile_gluon_sass.sh``. This file stands in for the Python interpreter of
+``profile_missed.sh``, which runs ``$PYTHON benchmarks/evidence/overview/profile_missed.py ARGS``:
 it loads that probe, adds its cases and calls the probe's ``main`` with ``ARGS``. From the
 repository root, on an sm_90 GPU with ``ncu``::
 

@@ -56,6 +56,32 @@ def opcode(sass: str) -> str:
     return ".".join(parts[:2]) if parts[0] in ("SYNCS", "WGMMA", "WARPGROUP", "UTMALDG") else parts[0]
 
 
+def roles(instrs: list[dict]) -> list[str]:
+    """Which warps run each instruction. A warp-specialized kernel's partitions start and
+    end with ``USETMAXREG`` (each sets its warps' register budget); a stretch between two of
+    them is a consumer if it issues tensor-core instructions (``HGMMA``), the producer if it
+    starts TMA copies (``UTMALDG``), idle if it holds nothing but ``NOP``, ``BAR`` and
+    ``USETMAXREG`` (the warps that pad the producer's warp to a warpgroup: they wait there all kernel
+    long, so their samples are no cost), and set-up otherwise. Consumers are numbered in
+    address order."""
+    cuts = [i for i, x in enumerate(instrs) if x["opcode"].startswith("USETMAXREG")]
+    bounds = [0, *cuts, len(instrs)]
+    out = ["set-up"] * len(instrs)
+    consumers = 0
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        ops = {instrs[i]["opcode"].split(".")[0] for i in range(lo, hi)}
+        if any(o in ("HGMMA", "WGMMA") for o in ops):
+            name, consumers = f"consumer {consumers}", consumers + 1
+        elif "UTMALDG" in ops:
+            name = "producer"
+        elif ops <= {"NOP", "USETMAXREG", "BAR"}:
+            name = "idle"
+        else:
+            name = "set-up"
+        out[lo:hi] = [name] * (hi - lo)
+    return out
+
+
 def instruction_class(op: str) -> str:
     for name, prefixes in CLASSES:
         if any(op.startswith(p) for p in prefixes):
@@ -92,7 +118,9 @@ def read_rows(path: Path) -> tuple[list[str], list[dict]]:
     return list(reader.fieldnames or []), rows
 
 
-def summarize(path: Path, top: int = 25) -> dict:
+def summarize(path: Path, top: int = 25, busy: bool = True) -> dict:
+    """The samples of one source page, added up; ``hottest``: the ``top`` instructions with
+    the most samples, those of idle warps left out when ``busy``."""
     header, rows = read_rows(path)
     source = next(c for c in header if c.strip().strip("#").strip() == "Source" or c == "Source")
     address = next((c for c in header if "Address" in c), None)
@@ -110,7 +138,10 @@ def summarize(path: Path, top: int = 25) -> dict:
         instrs.append({"index": i, "address": (row.get(address) or "").strip() if address else None,
                        "sass": sass, "opcode": op, "class": instruction_class(op),
                        **{c: _number(row.get(c)) for c in sample_cols}})
+    for x, role in zip(instrs, roles(instrs), strict=True):
+        x["role"] = role
     totals = {c: sum(x[c] for x in instrs) for c in sample_cols}
+    reasons = [c for c in sample_cols if c.startswith("stall_") and "(" not in c]
     total = totals[ranked] or 1.0
 
     def grouped(key):
@@ -124,17 +155,37 @@ def summarize(path: Path, top: int = 25) -> dict:
             g["share"] = round(g[ranked] / total, 4)
         return dict(sorted(out.items(), key=lambda kv: -kv[1][ranked]))
 
+    def by_role():
+        out = {}
+        for role in dict.fromkeys(x["role"] for x in instrs):
+            mine = [x for x in instrs if x["role"] == role]
+            n = sum(x[ranked] for x in mine)
+            stalls = {r.removeprefix("stall_"): sum(x[r] for x in mine) for r in reasons}
+            out[role] = {"instructions": len(mine), "samples": n, "share": round(n / total, 4),
+                         "reasons": {k: round(v / n, 4) for k, v in
+                                     sorted(stalls.items(), key=lambda kv: -kv[1]) if v and n}}
+        return out
+
+    def top_reasons(x):
+        n = x[ranked] or 1.0
+        ranked_reasons = sorted(((x[r], r.removeprefix("stall_")) for r in reasons), reverse=True)
+        return {name: round(v / n, 3) for v, name in ranked_reasons[:3] if v}
+
     hot = sorted(instrs, key=lambda x: -x[ranked])[:top]
+    hot_busy = sorted((x for x in instrs if x["role"] != "idle"), key=lambda x: -x[ranked])[:top]
     return {
         "file": path.name,
         "instructions": len(instrs),
         "ranked_column": ranked,
         "totals": totals,
+        "by_role": by_role(),
         "by_class": grouped("class"),
         "by_opcode": dict(list(grouped("opcode").items())[:30]),
-        "hottest": [{**x, "share": round(x[ranked] / total, 4),
+        "hottest": [{"index": x["index"], "address": x["address"], "role": x["role"],
+                     "sass": x["sass"], "samples": x[ranked],
+                     "share": round(x[ranked] / total, 4), "reasons": top_reasons(x),
                      "before": [instrs[j]["sass"] for j in range(max(0, x["index"] - 2), x["index"])]}
-                    for x in hot],
+                    for x in (hot_busy if busy else hot)],
     }
 
 
@@ -152,10 +203,13 @@ def main(argv=None) -> int:
             print(f"{path}: {e}", file=sys.stderr)
     for name, s in result.items():
         print(f"== {name}: {s['instructions']} instructions, {s['totals']}")
+        for role, g in s["by_role"].items():
+            top3 = ", ".join(f"{k} {v:.0%}" for k, v in list(g["reasons"].items())[:4])
+            print(f"  {role:12s} {g['share']:6.1%}  {top3}")
         for cls, g in s["by_class"].items():
             print(f"  {cls:22s} {g['share']:6.1%}  ({g['instructions']} instructions)")
-        for x in s["hottest"][:10]:
-            print(f"  {x['share']:6.1%}  {x['address']}  {x['sass'][:70]}")
+        for x in s["hottest"][:12]:
+            print(f"  {x['share']:6.1%}  {x['role']:10s} {x['sass'][:60]:60s} {x['reasons']}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0 if result else 1

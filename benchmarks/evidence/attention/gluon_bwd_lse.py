@@ -1,0 +1,235 @@
+"""Probe: the dK/dV kernel reading the log-sum-exp in base 2, negated, from the dQ kernel.
+
+Nsight Compute's per-instruction samples of the Gluon backward (run 90,
+``profile_gluon_sass.sh``, fp16, head dim 64, seq 1024, no mask) put about a fifth of all the
+dK/dV kernel's samples on one instruction per consumer: the ``FMUL`` that turns the query
+block's log-sum-exp into base 2, right after its global load. ``ptxas`` places that multiply
+(and, once the multiply is gone, the negation the FMA needs) before the step's ``wgmma``
+instructions, so each consumer waits for the load (long scoreboard) before it can issue its
+matmuls. The candidate: the dQ kernel, which runs first and already holds each row's
+``lse * log2(e)``, stores its negation in a second buffer, and the dK/dV kernel loads that;
+the value's first use is then the FMA ``s * qk_scale + (-lse2)`` after the matmuls, and the
+SASS has no instruction between the ring's barrier wait and the first ``HGMMA`` that reads the
+load. It is in ``examples/attention_hopper.py``; this probe rebuilds the previous code (commit
+091e21f) with the text replacements in ``UNDO`` below (loaded under another module name: its
+kernels have their own compile cache) and times both beside cuDNN, ``do_bench`` only, as the
+benchmark times backward points, at the points in ``POINTS`` (batch 32 x 16 heads). Each
+candidate's ``(dq, dk, dv)`` is checked against cuDNN's first (``hopper_bwd.py``'s inputs and
+tolerances). The header holds both versions' SASS sizes, registers and spills for sm_90.
+
+Usage (repository root): on an sm_90 GPU ``python benchmarks/evidence/attention/gluon_bwd_lse.py
+--out DIR [--budget S]``; anywhere ``... --compile DIR`` writes the code sizes only, to
+``DIR/bwd_lse_code_sizes.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT), str(Path(__file__).resolve().parent)]
+
+import torch  # noqa: E402
+
+from scripts.probe_common import (  # noqa: E402
+    code_size,
+    environment,
+    load_module,
+    probe_args,
+    probe_header,
+    ptxas_version,
+    run_points,
+    timing_method,
+    write_points,
+)
+
+PASSES = 3
+CANDIDATE = "lse2 from dQ"
+CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that the example's "
+               "compile_for_sm90 builds for sm_90 (fp16); registers, spills and serialized-"
+               "wgmma warnings from ptxas -v on its PTX; shared memory from the compiled "
+               "kernel's metadata.")
+# (dtype, head_dim, causal, seq): the misses at head dim 64 first
+POINTS = [("fp16", 64, False, 1024), ("bf16", 64, False, 1024), ("fp16", 64, False, 4096),
+          ("fp16", 128, False, 1024), ("fp16", 64, True, 1024), ("fp16", 128, False, 4096),
+          ("bf16", 64, False, 4096), ("fp16", 128, True, 4096)]
+# (the example's text, the text it replaced: the dK/dV kernel reading lse itself, as at commit
+# 091e21f)
+UNDO = [
+    (('@gluon.jit\n'
+      'def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr, dk,\n'),
+     ('@gluon.jit\n'
+      'def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr, dk,\n')),
+    (("    m0 = (m_lo + i) * STEP_M  # the block's first query, within the head\n"
+      '    # -lse in base 2, written by the dQ kernel: its first use is the FMA after the\n'
+      '    # matmuls, so no instruction waits for the load before they are issued\n'
+      '    neg_lse2 = gl.load(lse2_ptr + row_q0 + m0 + cols)\n'),
+     ("    m0 = (m_lo + i) * STEP_M  # the block's first query, within the head\n"
+      '    lse2 = gl.load(lse_ptr + row_q0 + m0 + cols) * LOG2E_GL  # natural log -> base 2\n')),
+    (('    st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run\n'
+      '    pt = gl.exp2(st * qk_scale + gl.expand_dims(neg_lse2, 0))\n'),
+     ('    st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run\n'
+      '    pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))\n')),
+    (('@gluon.jit\n'
+      'def _dkdv_consumer(dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs, k_smem,\n'),
+     ('@gluon.jit\n'
+      'def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,\n')),
+    (('    for i in range(0, n_diag):  # query blocks that cross the diagonal: masked\n'
+      '        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr,\n'),
+     ('    for i in range(0, n_diag):  # query blocks that cross the diagonal: masked\n'
+      '        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,\n')),
+    (('    for i in range(n_diag, n_m):\n'
+      '        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr,\n'),
+     ('    for i in range(n_diag, n_m):\n'
+      '        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,\n')),
+    (('def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc,\n'
+      '                                 lse2_ptr, delta_ptr, seq_len, qk_scale, sm_scale,\n'),
+     ('def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc,\n'
+      '                                 lse_ptr, delta_ptr, seq_len, qk_scale, sm_scale,\n')),
+    (('    gl.warp_specialize([\n'
+      '        (_dkdv_consumer, (dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs,\n'
+      '                          k_smem, v_smem, kv_bar, ready, empty, row_kv, row_q0,\n'
+      '                          j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG0,\n'
+      '                          HEAD_D, STAGES)),\n'
+      '        (_dkdv_consumer, (dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs,\n'
+      '                          k_smem, v_smem, kv_bar, ready, empty, row_kv, row_q0,\n'
+      '                          j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG1,\n'
+      '                          HEAD_D, STAGES)),\n'),
+     ('    gl.warp_specialize([\n'
+      '        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,\n'
+      '                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,\n'
+      '                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),\n'
+      '        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,\n'
+      '                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,\n'
+      '                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),\n')),
+    (('@gluon.jit\n'
+      'def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem, k_bufs,\n'
+      '                 v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,\n'
+      '                 sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,\n'
+      '                 STAGES: gl.constexpr):\n'),
+     ('@gluon.jit\n'
+      'def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,\n'
+      '                 q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,\n'
+      '                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):\n')),
+    (('    lse2 = gl.load(lse_ptr + row_q + WG * ROWS + offs) * LOG2E_GL\n'
+      '    gl.store(lse2_ptr + row_q + WG * ROWS + offs, -lse2)  # for the dK/dV kernel\n'),
+     ('    lse2 = gl.load(lse_ptr + row_q + WG * ROWS + offs) * LOG2E_GL\n')),
+    (('def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, lse_ptr,\n'
+      '                               delta_ptr, lse2_ptr, seq_len, qk_scale, sm_scale,\n'),
+     ('def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, lse_ptr,\n'
+      '                               delta_ptr, seq_len, qk_scale, sm_scale,\n')),
+    (('    gl.warp_specialize([\n'
+      '        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem,\n'
+      '                        k_bufs, v_bufs, q_bar, ready, empty, row_q, q0, n_full,\n'
+      '                        n_blocks, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),\n'
+      '        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem,\n'
+      '                        k_bufs, v_bufs, q_bar, ready, empty, row_q, q0, n_full,\n'
+      '                        n_blocks, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),\n'),
+     ('    gl.warp_specialize([\n'
+      '        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,\n'
+      '                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,\n'
+      '                        qk_scale, sm_scale, WG0, HEAD_D, STAGES)),\n'
+      '        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,\n'
+      '                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,\n'
+      '                        qk_scale, sm_scale, WG1, HEAD_D, STAGES)),\n')),
+    (('        return dq, dk, dv\n'
+      '    # written by the dQ kernel, read by the dK/dV kernel: delta, and -lse in base 2\n'
+      '    delta, lse2 = torch.empty_like(lse), torch.empty_like(lse)\n'),
+     ('        return dq, dk, dv\n'
+      '    delta = torch.empty_like(lse)  # written by the dQ kernel, read by the dK/dV kernel\n')),
+    (('    attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA\n'
+      '        *dq_descs, o, lse, delta, lse2, *scales, HEAD_D=D, STAGES=cfg["dq"][1],\n'),
+     ('    attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA\n'
+      '        *dq_descs, o, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dq"][1],\n')),
+    (('    attention_hopper_dkdv_kernel[(B * H * (S // BLOCK_M),)](  # 128 keys per CTA\n'
+      '        *dkdv_descs, lse2, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],\n'),
+     ('    attention_hopper_dkdv_kernel[(B * H * (S // BLOCK_M),)](  # 128 keys per CTA\n'
+      '        *dkdv_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],\n')),
+    (('                 *(("dk_desc", "dv_desc") if kernel == "dkdv" else ("dq_desc",)))\n'
+      '        rest = {"seq_len": "i32", "qk_scale": "fp32", "sm_scale": "fp32"}\n'
+      '        if kernel == "dq":  # O\'s rows, for delta; -lse in base 2, for dK/dV\n'
+      '            scalars = {"o_ptr": mangle_type(t), "lse_ptr": "*fp32",\n'
+      '                       "delta_ptr": "*fp32", "lse2_ptr": "*fp32", **rest}\n'
+      '        else:\n'
+      '            scalars = {"lse2_ptr": "*fp32", "delta_ptr": "*fp32", **rest}\n'),
+     ('                 *(("dk_desc", "dv_desc") if kernel == "dkdv" else ("dq_desc",)))\n'
+      '        scalars = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "seq_len": "i32",\n'
+      '                   "qk_scale": "fp32", "sm_scale": "fp32"}\n'
+      '        if kernel == "dq":  # O\'s rows, for delta\n'
+      '            scalars = {"o_ptr": mangle_type(t), **scalars}\n')),
+]
+
+
+def previous_module(tmp: Path):
+    """A copy of examples/attention_hopper.py with UNDO applied, as its own module."""
+    src = (ROOT / "examples/attention_hopper.py").read_text()
+    for new, old in UNDO:
+        if src.count(new) != 1:
+            sys.exit(f"examples/attention_hopper.py has not exactly one {new.strip()[:60]!r}: "
+                     "UNDO no longer matches the example")
+        src = src.replace(new, old)
+    path = tmp / "attention_hopper_lse_in_dkdv.py"
+    path.write_text(src)
+    return load_module("attention_hopper_lse_in_dkdv", path)
+
+
+def code_sizes(mods: dict) -> dict:
+    return {f"{name}, {kernel}, head_dim={d}, causal={causal}":
+            code_size(mod.compile_for_sm90(torch.float16, d, causal, kernel))
+            for name, mod in mods.items() for kernel in ("dq", "dkdv") for d in (64, 128)
+            for causal in (False, True)}
+
+
+def main() -> None:
+    import attention_hopper as ex
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mods = {"lse in dK/dV": previous_module(Path(tmp)), CANDIDATE: ex}
+        if "--compile" in sys.argv:  # any machine: the code sizes
+            at = sys.argv.index("--compile") + 1
+            if at >= len(sys.argv):
+                sys.exit("usage: gluon_bwd_lse.py --compile DIR")
+            sizes = code_sizes(mods)
+            for name, res in sizes.items():
+                print(name, res)
+            header = {"probe": "benchmarks/evidence/attention/gluon_bwd_lse.py --compile",
+                      **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD}
+            write_points(Path(sys.argv[at]) / "bwd_lse_code_sizes.json", header,
+                         [{"kernel": name, **res} for name, res in sizes.items()])
+            return
+        args = probe_args()
+        if args.smoke:
+            sys.exit("gluon_bwd_lse.py needs an sm_90 GPU: Gluon has no interpreter")
+        from hopper_bwd import METHOD, backward_flops, backward_inputs
+
+        from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
+        device, timing = timing_method(args.smoke)
+
+        def setup(pt):
+            q, k, v, do, leaves = backward_inputs(pt, device, args.smoke)
+            causal = pt["causal"]
+            out = _sdpa(*leaves, causal, SDPA_BACKENDS["sdpa-cudnn"])
+            o, lse = ex.attention_hopper_forward(q, k, v, causal)
+            fns = {"sdpa-cudnn": lambda: torch.autograd.grad(out, leaves, do,
+                                                             retain_graph=True)}
+            for name, mod in mods.items():
+                fns[name] = lambda mod=mod: mod.attention_hopper_backward(do, q, k, v, o, lse,
+                                                                          causal)
+            return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt)
+
+        points = ({"dtype": dt, "head_dim": d, "causal": c, "seq": s} for dt, d, c, s in POINTS)
+        sizes = code_sizes(mods)
+        rows, skipped = run_points(points, setup, PASSES, timing, args.budget, "sdpa-cudnn",
+                                   graphs=(False,))
+        header = probe_header("benchmarks/evidence/attention/gluon_bwd_lse.py",
+                              METHOD + " " + CODE_METHOD,
+                              kernels=CANDIDATE + ": examples/attention_hopper.py's backward; "
+                                      "lse in dK/dV: a copy of it with the probe's UNDO applied",
+                              passes=PASSES, budget_s=args.budget, skipped=skipped, code=sizes)
+        write_points(args.out / "gluon_bwd_lse.json", header, rows)
+
+
+if __name__ == "__main__":
+    main()
