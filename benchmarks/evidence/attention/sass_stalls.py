@@ -144,12 +144,12 @@ def summarize(path: Path, top: int = 25, busy: bool = True) -> dict:
     reasons = [c for c in sample_cols if c.startswith("stall_") and "(" not in c]
     total = totals[ranked] or 1.0
 
-    def grouped(key):
+    def grouped(key):  # the sample counts only
         out: dict[str, dict] = {}
         for x in instrs:
-            g = out.setdefault(x[key], {"instructions": 0, **{c: 0.0 for c in sample_cols}})
+            g = out.setdefault(x[key], {"instructions": 0, **{c: 0.0 for c in counts}})
             g["instructions"] += 1
-            for c in sample_cols:
+            for c in counts:
                 g[c] += x[c]
         for g in out.values():
             g["share"] = round(g[ranked] / total, 4)
