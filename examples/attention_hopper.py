@@ -272,12 +272,10 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # accumulator layout (`NVMMADistributedLayout`, version 3, the 4 warps of the
 # warpgroup stacked along the rows), with `BLOCK_N` and `HEAD_D` columns.
 #
-# `_softmax_block` is the online softmax of `examples/attention.py` in base 2.
-# The scale `qk_scale = sm_scale * log2(e)` is already in the scores: each
-# consumer multiplies its Q tile by it once, in shared memory, when the tile
-# lands, so a score costs one subtraction before its `exp2`, not a subtraction
-# and a multiplication. The running max `m` and sum `l` are fp32, one value per
-# row (a `SliceLayout` of S's layout).
+# `_softmax_block` is the online softmax of `examples/attention.py` in base 2:
+# `qk_scale = sm_scale * log2(e)` scales each exponent, the running max `m` (of
+# the unscaled scores) and sum `l` are fp32, one value per row (a `SliceLayout`
+# of S's layout).
 #
 # `_step` is one key block `j` of the tile (block `c` of the ring, counted
 # over the program's tiles as the producer counts). It issues `S_j = Q K_j^T`,
@@ -308,20 +306,20 @@ def _producer(q_desc, k_desc, v_desc, q_smem, k_bufs, v_bufs, q_bars, q_empty,
 # %%
 # --8<-- [start:softmax]
 @gluon.jit
-def _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N: gl.constexpr,
+def _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr,
                    s_layout: gl.constexpr):
-    """Online softmax of one fp32 S tile, scores already scaled by qk_scale:
-    (p, alpha, m_new, l_new)."""
+    """Online softmax of one fp32 S tile: (p, alpha, m_new, l_new)."""
     if masked:  # causal, on the diagonal: key column > query row is -inf
         ROWS: gl.constexpr = s.type.shape[0]
         rows = q_row0 + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
         cols = j * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
         s = gl.where(gl.expand_dims(cols, 0) <= gl.expand_dims(rows, 1), s,
                      -float("inf"))
-    # one subtraction per score: the row's largest exponent is exactly 0
+    # m in unscaled units; the difference is scaled (no FMA can form), so the row's
+    # largest exponent is exactly 0
     m_new = gl.maximum(m_i, gl.reduce(s, 1, _max_combine))
-    alpha = gl.exp2(m_i - m_new)
-    p = gl.exp2(s - gl.expand_dims(m_new, 1))
+    alpha = gl.exp2((m_i - m_new) * qk_scale)
+    p = gl.exp2((s - gl.expand_dims(m_new, 1)) * qk_scale)
     l_new = l_i * alpha + gl.reduce(p, 1, _sum_combine)
     return p, alpha, m_new, l_new
 # --8<-- [end:softmax]
@@ -330,7 +328,7 @@ def _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N: gl.constexpr,
 # --8<-- [start:step]
 @gluon.jit
 def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i,
-          l_i, q_row0, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
+          l_i, q_row0, qk_scale, masked, BLOCK_N: gl.constexpr, STAGES: gl.constexpr,
           s_layout: gl.constexpr, o_layout: gl.constexpr, p_layout: gl.constexpr):
     """Key block j of the tile, block c of the ring (c - 1: the previous one)."""
     ROWS: gl.constexpr = q.type.shape[0]
@@ -344,8 +342,8 @@ def _step(j, c, q, k_bufs, v_bufs, k_ready, k_empty, v_ready, v_empty, o, p, m_i
     o = warpgroup_mma(p, v_bufs.index(prev), o, is_async=True)  # O += P V, j - 1
     s = warpgroup_mma_wait(1, deps=(s,))  # S_j is done; P V may still run
     mbarrier.arrive(k_empty.index(slot))
-    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, masked, BLOCK_N,
-                                            s_layout)
+    p_new, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, j, q_row0, qk_scale, masked,
+                                            BLOCK_N, s_layout)
     p_new = gl.convert_layout(p_new.to(q.dtype), p_layout)
     o, p = warpgroup_mma_wait(0, deps=(o, p))
     mbarrier.arrive(v_empty.index(prev))
@@ -371,10 +369,6 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout,
                                                  k_width=2)
     mbarrier.wait(q_bar, i & 1)
-    # Q times qk_scale, once per tile: every score comes out of the wgmma scaled
-    q_regs: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
-    q.store((q.load(q_regs).to(gl.float32) * qk_scale).to(q.dtype))
-    fence_async_shared()  # the wgmma reads the stored Q
     m_i = gl.full([ROWS], -float("inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.full([ROWS], 0.0, gl.float32, gl.SliceLayout(1, s_layout))
     o = gl.zeros([ROWS, HEAD_D], gl.float32, o_layout)
@@ -393,15 +387,15 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
         masked = n_full == 0
     else:  # a constant False: the mask is compiled out
         masked = False
-    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, masked, BLOCK_N,
-                                        s_layout)
+    p, alpha, m_i, l_i = _softmax_block(s, m_i, l_i, 0, q_row0, qk_scale, masked,
+                                        BLOCK_N, s_layout)
     p = gl.convert_layout(p.to(q.dtype), p_layout)
     for j in range(1, n_blocks):
         if CAUSAL:
             masked = j >= n_full
         o, p, m_i, l_i = _step(j, c + j, q, k_bufs, v_bufs, k_ready, k_empty,
-                               v_ready, v_empty, o, p, m_i, l_i, q_row0, masked,
-                               BLOCK_N, STAGES, s_layout, o_layout, p_layout)
+                               v_ready, v_empty, o, p, m_i, l_i, q_row0, qk_scale,
+                               masked, BLOCK_N, STAGES, s_layout, o_layout, p_layout)
     c += n_blocks
     last = (c - 1) % STAGES  # the pipeline's tail: the last P V
     mbarrier.wait(v_ready.index(last), ((c - 1) // STAGES) & 1)
@@ -417,7 +411,7 @@ def _attend_tile(o_desc, lse_ptr, q, o_buf, q_bar, q_free, k_bufs, v_bufs, k_rea
     o_buf.store(o.to(o_desc.dtype))
     fence_async_shared()
     tma.async_copy_shared_to_global(o_desc, [row_q, 0], o_buf)
-    lse = (m_i + gl.log2(l_i)) * LN2
+    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2
     gl.store(lse_ptr + row_q + gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout)),
              lse)
     return c
@@ -763,7 +757,7 @@ def _dkdv_producer(q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem, v_s
 
 
 @gluon.jit
-def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr, dk,
+def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr, delta_ptr, dk,
                dv, keys, cols, row_q0, m_lo, qk_scale, MASK: gl.constexpr,
                STAGES: gl.constexpr, st_layout: gl.constexpr, op_layout: gl.constexpr):
     """Query block m_lo + i against this warpgroup's 64 keys: dK and dV updated."""
@@ -771,9 +765,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr
     ROWS: gl.constexpr = k_wg.type.shape[0]
     slot = i % STAGES
     m0 = (m_lo + i) * STEP_M  # the block's first query, within the head
-    # -lse in base 2, written by the dQ kernel: its first use is the FMA after the
-    # matmuls, so no instruction waits for the load before they are issued
-    neg_lse2 = gl.load(lse2_ptr + row_q0 + m0 + cols)
+    lse2 = gl.load(lse_ptr + row_q0 + m0 + cols) * LOG2E_GL  # natural log -> base 2
     delta = gl.load(delta_ptr + row_q0 + m0 + cols)
     mbarrier.wait(ready.index(slot), (i // STAGES) & 1)
     qb = q_bufs.index(slot)
@@ -782,7 +774,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr
     st = warpgroup_mma(k_wg, qb.permute((1, 0)), zero, use_acc=False, is_async=True)
     dpt = warpgroup_mma(v_wg, dob.permute((1, 0)), zero, use_acc=False, is_async=True)
     st = warpgroup_mma_wait(1, deps=(st,))  # S^T is done, dP^T may still run
-    pt = gl.exp2(st * qk_scale + gl.expand_dims(neg_lse2, 0))
+    pt = gl.exp2(st * qk_scale - gl.expand_dims(lse2, 0))
     if MASK:  # a query before the key: P = 0
         pt = gl.where(gl.expand_dims(m0 + cols, 0) >= gl.expand_dims(keys, 1), pt, 0.0)
     p_op = gl.convert_layout(pt.to(qb.dtype), op_layout)
@@ -797,7 +789,7 @@ def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr
 
 
 @gluon.jit
-def _dkdv_consumer(dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+def _dkdv_consumer(dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
                    v_smem, kv_bar, ready, empty, row_kv, row_q0, key0, m_lo, n_m,
                    n_diag, qk_scale, sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
                    STAGES: gl.constexpr):
@@ -817,11 +809,11 @@ def _dkdv_consumer(dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs, k_sme
     cols = gl.arange(0, STEP_M, layout=gl.SliceLayout(0, st_layout))
     mbarrier.wait(kv_bar, 0)
     for i in range(0, n_diag):  # query blocks that cross the diagonal: masked
-        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr,
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
                             delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
                             True, STAGES, st_layout, op_layout)
     for i in range(n_diag, n_m):
-        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr,
+        dk, dv = _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse_ptr,
                             delta_ptr, dk, dv, keys, cols, row_q0, m_lo, qk_scale,
                             False, STAGES, st_layout, op_layout)
     # K and V are read no more: their tiles carry dK and dV out
@@ -835,7 +827,7 @@ def _dkdv_consumer(dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs, k_sme
 
 @gluon.jit
 def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_desc,
-                                 lse2_ptr, delta_ptr, seq_len, qk_scale, sm_scale,
+                                 lse_ptr, delta_ptr, seq_len, qk_scale, sm_scale,
                                  HEAD_D: gl.constexpr, STAGES: gl.constexpr,
                                  CAUSAL: gl.constexpr):
     STEP_M: gl.constexpr = q_desc.block_type.shape[0]
@@ -871,14 +863,12 @@ def attention_hopper_dkdv_kernel(q_desc, k_desc, v_desc, do_desc, dk_desc, dv_de
     WG0: gl.constexpr = 0
     WG1: gl.constexpr = 1
     gl.warp_specialize([
-        (_dkdv_consumer, (dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs,
-                          k_smem, v_smem, kv_bar, ready, empty, row_kv, row_q0,
-                          j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG0,
-                          HEAD_D, STAGES)),
-        (_dkdv_consumer, (dk_desc, dv_desc, lse2_ptr, delta_ptr, q_bufs, do_bufs,
-                          k_smem, v_smem, kv_bar, ready, empty, row_kv, row_q0,
-                          j * BLOCK_KV, m_lo, n_m, n_diag, qk_scale, sm_scale, WG1,
-                          HEAD_D, STAGES)),
+        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+        (_dkdv_consumer, (dk_desc, dv_desc, lse_ptr, delta_ptr, q_bufs, do_bufs, k_smem,
+                          v_smem, kv_bar, ready, empty, row_kv, row_q0, j * BLOCK_KV,
+                          m_lo, n_m, n_diag, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
         (_dkdv_producer, (q_desc, do_desc, k_desc, v_desc, q_bufs, do_bufs, k_smem,
                           v_smem, kv_bar, ready, empty, row_kv, row_q0, m_lo, n_m,
                           STAGES)),
@@ -956,10 +946,9 @@ def _delta(o_ptr, delta_ptr, do_wg, row0, HEAD_D: gl.constexpr):
 
 
 @gluon.jit
-def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem, k_bufs,
-                 v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale,
-                 sm_scale, WG: gl.constexpr, HEAD_D: gl.constexpr,
-                 STAGES: gl.constexpr):
+def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs, v_bufs,
+                 q_bar, ready, empty, row_q, q0, n_full, n_blocks, qk_scale, sm_scale,
+                 WG: gl.constexpr, HEAD_D: gl.constexpr, STAGES: gl.constexpr):
     BLOCK_N: gl.constexpr = k_bufs.type.shape[1]
     ROWS: gl.constexpr = q_smem.type.shape[1]  # queries per consumer
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
@@ -973,7 +962,6 @@ def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem, 
     offs = gl.arange(0, ROWS, layout=gl.SliceLayout(1, s_layout))
     rows = q0 + WG * ROWS + offs  # query index within the head
     lse2 = gl.load(lse_ptr + row_q + WG * ROWS + offs) * LOG2E_GL
-    gl.store(lse2_ptr + row_q + WG * ROWS + offs, -lse2)  # for the dK/dV kernel
     mbarrier.wait(q_bar, 0)  # Q and dO are in shared memory
     delta = _delta(o_ptr, delta_ptr, do_wg, row_q + WG * ROWS, HEAD_D)
     delta = gl.convert_layout(delta, gl.SliceLayout(1, s_layout))
@@ -992,7 +980,7 @@ def _dq_consumer(dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem, 
 
 @gluon.jit
 def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, lse_ptr,
-                               delta_ptr, lse2_ptr, seq_len, qk_scale, sm_scale,
+                               delta_ptr, seq_len, qk_scale, sm_scale,
                                HEAD_D: gl.constexpr, STAGES: gl.constexpr,
                                CAUSAL: gl.constexpr):
     CTA_M: gl.constexpr = 2 * q_desc.block_type.shape[0]  # two consumers' queries
@@ -1030,12 +1018,12 @@ def attention_hopper_dq_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, o_ptr, 
     WG1: gl.constexpr = 1
     row_q = row_kv0 + q0
     gl.warp_specialize([
-        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem,
-                        k_bufs, v_bufs, q_bar, ready, empty, row_q, q0, n_full,
-                        n_blocks, qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
-        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, lse2_ptr, q_smem, do_smem,
-                        k_bufs, v_bufs, q_bar, ready, empty, row_q, q0, n_full,
-                        n_blocks, qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
+                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
+                        qk_scale, sm_scale, WG0, HEAD_D, STAGES)),
+        (_dq_consumer, (dq_desc, o_ptr, lse_ptr, delta_ptr, q_smem, do_smem, k_bufs,
+                        v_bufs, q_bar, ready, empty, row_q, q0, n_full, n_blocks,
+                        qk_scale, sm_scale, WG1, HEAD_D, STAGES)),
         (_dq_producer, (q_desc, do_desc, k_desc, v_desc, q_smem, do_smem, k_bufs,
                         v_bufs, q_bar, ready, empty, row_q, row_kv0, n_blocks, STAGES)),
     ], [4, 1], [CONSUMER_REGS, PRODUCER_REGS])
@@ -1096,16 +1084,15 @@ def _backward(do, q, k, v, o, lse, causal: bool, sm_scale: float):
     dq, dk, dv = (torch.empty(q.shape, device=q.device, dtype=q.dtype) for _ in "qkv")
     if q.numel() == 0:
         return dq, dk, dv
-    # written by the dQ kernel, read by the dK/dV kernel: delta, and -lse in base 2
-    delta, lse2 = torch.empty_like(lse), torch.empty_like(lse)
+    delta = torch.empty_like(lse)  # written by the dQ kernel, read by the dK/dV kernel
     dkdv_descs, dq_descs = _bwd_descriptors(q, k, v, do, dq, dk, dv)
     scales = (S, sm_scale * LOG2E, sm_scale)
     cfg = BWD_CONFIGS[D]
     attention_hopper_dq_kernel[(B * H * (S // BLOCK_M),)](  # 128 queries per CTA
-        *dq_descs, o, lse, delta, lse2, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
+        *dq_descs, o, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dq"][1],
         CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
     attention_hopper_dkdv_kernel[(B * H * (S // BLOCK_M),)](  # 128 keys per CTA
-        *dkdv_descs, lse2, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],
+        *dkdv_descs, lse, delta, *scales, HEAD_D=D, STAGES=cfg["dkdv"][1],
         CAUSAL=causal, num_warps=4, maxnreg=MAXNREG)
     return dq, dk, dv
 
@@ -1174,12 +1161,10 @@ def compile_for_sm90(dtype: torch.dtype = torch.float16, head_dim: int = 128,
         descs = dkdv if kernel == "dkdv" else dq
         names = ("q_desc", "k_desc", "v_desc", "do_desc",
                  *(("dk_desc", "dv_desc") if kernel == "dkdv" else ("dq_desc",)))
-        rest = {"seq_len": "i32", "qk_scale": "fp32", "sm_scale": "fp32"}
-        if kernel == "dq":  # O's rows, for delta; -lse in base 2, for dK/dV
-            scalars = {"o_ptr": mangle_type(t), "lse_ptr": "*fp32",
-                       "delta_ptr": "*fp32", "lse2_ptr": "*fp32", **rest}
-        else:
-            scalars = {"lse2_ptr": "*fp32", "delta_ptr": "*fp32", **rest}
+        scalars = {"lse_ptr": "*fp32", "delta_ptr": "*fp32", "seq_len": "i32",
+                   "qk_scale": "fp32", "sm_scale": "fp32"}
+        if kernel == "dq":  # O's rows, for delta
+            scalars = {"o_ptr": mangle_type(t), **scalars}
         fn = {"dkdv": attention_hopper_dkdv_kernel,
               "dq": attention_hopper_dq_kernel}[kernel]
     else:

@@ -8,10 +8,10 @@ warpgroup. Compiled for sm_90 (fp16), the dQ kernel at head dim 64 is 3256 SASS 
 under the mask against 1736 without it, dK/dV 2608 against 1296. The candidate, a change of
 ``examples/attention_hopper.py``, walks the blocks in one loop whose step masks a block only
 when a runtime flag says it crosses the diagonal; without the mask the flag is the constant
-``False`` and the code is the same as before. It is kept as
-``benchmarks/evidence/attention/pending/bwd_one_loop.patch`` (the example and its notebook)
-until a GPU verifies it: apply it first (``git apply`` it); the probe refuses to run
-without it.
+``False`` and the code is the same as before. It is the patch
+``benchmarks/evidence/attention/run90/bwd_one_loop.patch`` (the example and its notebook):
+apply it first (``git apply`` it); the probe refuses to run without it. Run 90 timed it and
+did not keep it: it was no faster.
 
 Candidates, at every causal backward point of the Hopper attention benchmark
 (``benchmarks/cases/attention_hopper.py``: batch 32 x 16 heads): ``sdpa-cudnn`` (the reference,
@@ -25,7 +25,7 @@ size, registers and spills, compiled for sm_90.
 
 Usage (repository root): on an sm_90 GPU ``python benchmarks/evidence/attention/gluon_bwd_one_loop.py
 --out DIR [--budget S]``; anywhere ``... --compile DIR`` writes the code sizes only, to
-``DIR/bwd_code_sizes.json``.
+``DIR/bwd_one_loop_code_sizes.json``.
 """
 
 from __future__ import annotations
@@ -100,8 +100,8 @@ def two_loop_module(tmp: Path):
     for new, old in UNDO:
         if src.count(new) != 1:
             sys.exit(f"examples/attention_hopper.py has not exactly one {new.strip()[:60]!r}: "
-                     "UNDO no longer matches the example (if "
-                     "benchmarks/evidence/attention/pending/bwd_one_loop.patch exists, "
+                     "UNDO no longer matches the example (the candidate is "
+                     "benchmarks/evidence/attention/run90/bwd_one_loop.patch: "
                      "git apply it first)")
         src = src.replace(new, old)
     path = tmp / "attention_hopper_two_loops.py"
@@ -129,7 +129,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         mods = {"two loops": two_loop_module(Path(tmp)), "one loop": ex}
-        if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/bwd_code_sizes.json
+        if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/bwd_one_loop_code_sizes.json
             at = sys.argv.index("--compile") + 1
             if at >= len(sys.argv):
                 sys.exit("usage: gluon_bwd_one_loop.py --compile DIR")
@@ -138,7 +138,7 @@ def main() -> None:
                 print(name, res)
             header = {"probe": "benchmarks/evidence/attention/gluon_bwd_one_loop.py --compile",
                       **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD}
-            write_points(Path(sys.argv[at]) / "bwd_code_sizes.json", header,
+            write_points(Path(sys.argv[at]) / "bwd_one_loop_code_sizes.json", header,
                          [{"kernel": name, **res} for name, res in sizes.items()])
             return
         args = probe_args()

@@ -14,7 +14,8 @@ address, its text and its sample counts. This script adds them up, no GPU needed
 
 Usage (repository root)::
 
-    python benchmarks/evidence/attention/sass_stalls.py DIR/sass/*.sass.csv --out FILE.json
+    python benchmarks/evidence/attention/sass_stalls.py DIR/sass/*.sass.csv [--out FILE.json]
+        [--points FILE.json]
 
 The columns are found by name: the SASS text (``Source``), the address (``Address``) and every
 numeric column (the sample counts, e.g. ``Warp Stall Sampling (All Samples)`` and
@@ -166,6 +167,21 @@ def summarize(path: Path, top: int = 25, busy: bool = True) -> dict:
                                      sorted(stalls.items(), key=lambda kv: -kv[1]) if v and n}}
         return out
 
+    def by_class_of_consumers():
+        """For the consumer warps' two largest states: how their samples split over the
+        instruction classes."""
+        mine = [x for x in instrs if x["role"].startswith("consumer")]
+        out = {}
+        for r in reasons:
+            n = sum(x[r] for x in mine)
+            if n:
+                split: dict[str, float] = {}
+                for x in mine:
+                    split[x["class"]] = split.get(x["class"], 0.0) + x[r] / n
+                out[r.removeprefix("stall_")] = {k: round(v, 4) for k, v in
+                                                 sorted(split.items(), key=lambda kv: -kv[1])}
+        return out
+
     def top_reasons(x):
         n = x[ranked] or 1.0
         ranked_reasons = sorted(((x[r], r.removeprefix("stall_")) for r in reasons), reverse=True)
@@ -179,6 +195,7 @@ def summarize(path: Path, top: int = 25, busy: bool = True) -> dict:
         "ranked_column": ranked,
         "totals": totals,
         "by_role": by_role(),
+        "consumer_reasons_by_class": by_class_of_consumers(),
         "by_class": grouped("class"),
         "by_opcode": dict(list(grouped("opcode").items())[:30]),
         "hottest": [{"index": x["index"], "address": x["address"], "role": x["role"],
@@ -189,11 +206,78 @@ def summarize(path: Path, top: int = 25, busy: bool = True) -> dict:
     }
 
 
+def points(result: dict) -> list[dict]:
+    """The summaries flattened for ``{{ evidence }}``: per case, one row for the consumer
+    warps together, one for the producer, then its hottest busy instructions; shares are of
+    the consumer warps' samples (``share_of_consumers``) or of the kernel's busy samples
+    (idle warps left out)."""
+    rows = []
+    for case, s in result.items():
+        roles = s["by_role"]
+        busy = sum(g["samples"] for r, g in roles.items() if r != "idle") or 1.0
+        consumers = [g for r, g in roles.items() if r.startswith("consumer")]
+        n_cons = sum(g["samples"] for g in consumers) or 1.0
+        merged: dict[str, float] = {}
+        for g in consumers:
+            for reason, share in g["reasons"].items():
+                merged[reason] = merged.get(reason, 0.0) + share * g["samples"] / n_cons
+        rows.append({"case": case, "warps": "consumers", "share_of_busy": round(n_cons / busy, 4),
+                     **{f"reason_{k}": round(v, 4) for k, v in
+                        sorted(merged.items(), key=lambda kv: -kv[1])}})
+        for reason in ("wait", "selected"):
+            split = s["consumer_reasons_by_class"].get(reason)
+            if split:
+                rows.append({"case": case, "warps": "consumers by class", "state": reason,
+                             **{f"class_{k.replace(' ', '_').replace('/', 'or')}": v
+                                for k, v in split.items()}})
+        if "producer" in roles:
+            g = roles["producer"]
+            rows.append({"case": case, "warps": "producer",
+                         "share_of_busy": round(g["samples"] / busy, 4),
+                         **{f"reason_{k}": v for k, v in g["reasons"].items()}})
+        total = sum(s["totals"][c] for c in (s["ranked_column"],))
+        for rank, x in enumerate(s["hottest"], 1):
+            rows.append({"case": case, "rank": rank, "role": x["role"], "sass": x["sass"],
+                         "share_of_busy": round(x["samples"] / busy, 4),
+                         "share_of_consumers": round(x["samples"] / n_cons, 4)
+                         if x["role"].startswith("consumer") else None,
+                         "share_of_all": round(x["samples"] / total, 4),
+                         **{f"reason_{k}": v for k, v in x["reasons"].items()}})
+    return rows
+
+
+def header(csvs: list[Path], code: str | None = None) -> dict:
+    """What the profiles were: each case's meta.json (GPU, versions, date, the point) and
+    the ncu version, read beside the CSVs."""
+    folder = csvs[0].parent
+    version = folder / "ncu_version.txt"
+    metas = {}
+    for c in csvs:
+        meta = c.with_name(c.name.removesuffix(".sass.csv") + ".meta.json")
+        if meta.exists():
+            metas[c.name.removesuffix(".sass.csv")] = json.loads(meta.read_text())
+    first = next(iter(metas.values()), {})
+    return {"probe": "benchmarks/evidence/attention/profile_gluon_sass.sh, read by "
+                     "benchmarks/evidence/attention/sass_stalls.py",
+            **{k: first.get(k) for k in ("gpu", "torch", "triton", "cuda", "python", "date")},
+            "code": code,
+            "ncu": version.read_text().strip().splitlines()[-1] if version.exists() else None,
+            "method": "Nsight Compute SourceCounters: warp program-counter samples over one call "
+                      "of the kernel (after 3 warm-up calls), each with the warp's state; added "
+                      "up per partition (USETMAXREG bounds, see roles()) and per instruction. "
+                      "A reason's share is of the samples of those warps.",
+            "cases": {k: {"bench": m.get("bench"), "provider": m.get("provider"), "x": m.get("x"),
+                          "pair": m.get("pair")} for k, m in metas.items()}}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", nargs="+", type=Path)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--points", type=Path, help="also write the flattened rows and a header "
+                    "(for the Benchmarks page) to this file")
+    ap.add_argument("--code", help="the code profiled, for the header (e.g. a commit)")
     args = ap.parse_args(argv)
     result = {}
     for path in args.csv:
@@ -212,6 +296,11 @@ def main(argv=None) -> int:
             print(f"  {x['share']:6.1%}  {x['role']:10s} {x['sass'][:60]:60s} {x['reasons']}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=1) + "\n")
+    if args.points:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+        from scripts.probe_common import write_points
+
+        write_points(args.points, header(args.csv, args.code), points(result))
     return 0 if result else 1
 
 
