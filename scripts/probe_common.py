@@ -12,7 +12,9 @@ probes written before this module keep their own copies of these few lines.
   the kernel's SASS instruction count (``sass_instructions``, from the wheel's ``nvdisasm``), its
   shared memory and ptxas's serialized-``wgmma`` warnings, in one dict.
 * ``load_module``: a Python file loaded as a module under a name of its own (a second copy of an
-  example gets kernels with their own compile cache).
+  example gets kernels with their own compile cache); ``edited_copy``: such a copy with text
+  replacements applied (a candidate, or the code before a change); ``compile_only``: a probe's
+  ``--compile DIR``, its kernels' code sizes without a GPU.
 * ``check_against``, ``time_interleaved``, ``summarize``: check every candidate against one
   reference output, time them in interleaved passes (do_bench and CUDA graph), and reduce the
   passes to a point's columns.
@@ -120,6 +122,41 @@ def load_module(name: str, path):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def edited_copy(source: Path, folder: Path, name: str, pairs) -> object:
+    """The file ``source`` with the ``(old, new)`` text replacements ``pairs`` applied in
+    order, written to ``folder/name.py`` and loaded as module ``name`` (a candidate built from
+    an example: its kernels get a compile cache of their own). Each ``old`` must occur exactly
+    once when its turn comes; otherwise SystemExit names it."""
+    src = Path(source).read_text()
+    for old, new in pairs:
+        if src.count(old) != 1:
+            raise SystemExit(f"{source} has not exactly one {old.strip()[:60]!r}: the "
+                             "probe's text replacements no longer match it")
+        src = src.replace(old, new)
+    path = Path(folder) / f"{name}.py"
+    path.write_text(src)
+    return load_module(name, path)
+
+
+def compile_only(argv: list[str], probe: str, filename: str, sizes, method: str) -> bool:
+    """A probe's ``--compile DIR`` (any machine, no GPU): ``sizes()`` -> {kernel: code sizes}
+    printed and written to ``DIR/filename`` with a header. False when ``--compile`` is not in
+    ``argv`` (the probe goes on to time)."""
+    if "--compile" not in argv:
+        return False
+    at = argv.index("--compile") + 1
+    if at >= len(argv):
+        raise SystemExit(f"usage: {Path(probe).name} --compile DIR")
+    found = sizes()
+    for name, res in found.items():
+        print(name, res)
+    header = {"probe": f"{probe} --compile", **environment(), "ptxas": ptxas_version(),
+              "method": method}
+    write_points(Path(argv[at]) / filename, header,
+                 [{"kernel": name, **res} for name, res in found.items()])
+    return True
 
 
 def check_against(fns: dict, ref, rtol: float, atol: float) -> dict:

@@ -264,3 +264,37 @@ def test_compile_sm90_compiles_without_a_gpu_and_returns_a_refusal_with_its_diag
     assert "fd 2 is stderr again" in out.stderr
     # a refusal inside a compiler pass is recorded with MLIR's own words and the pass's name
     assert result["two"] or (result["in_pass"]["diagnostic"] and result["in_pass"]["failed_pass"]), result
+
+
+def test_edited_copy_applies_each_replacement_and_loads_a_module_of_its_own(tmp_path):
+    source = tmp_path / "example.py"
+    source.write_text("A = 1\nB = 2\n")
+    mod = probe_common.edited_copy(source, tmp_path, "example_edited", [("A = 1", "A = 10"),
+                                                                        ("B = 2", "B = A + 1")])
+    assert (mod.A, mod.B) == (10, 11) and mod.__name__ == "example_edited"
+    assert source.read_text() == "A = 1\nB = 2\n"  # the example is left as it was
+
+
+def test_edited_copy_refuses_a_replacement_that_does_not_match_once(tmp_path):
+    source = tmp_path / "example.py"
+    source.write_text("x = 1\nx = 1\n")
+    with pytest.raises(SystemExit, match="not exactly one 'x = 1'"):
+        probe_common.edited_copy(source, tmp_path, "twice", [("x = 1", "x = 2")])
+    with pytest.raises(SystemExit, match="not exactly one 'y'"):
+        probe_common.edited_copy(source, tmp_path, "never", [("y", "z")])
+
+
+def test_compile_only_writes_the_sizes_with_a_header_and_is_off_without_the_flag(tmp_path,
+                                                                                 monkeypatch):
+    monkeypatch.setattr(probe_common, "ptxas_version", lambda: "Cuda compilation tools 12.8")
+    sizes = {"k, head_dim=64": {"sass_instructions": 10, "registers": 168}}
+    assert not probe_common.compile_only(["p.py"], "p.py", "s.json", lambda: sizes, "m")
+    assert probe_common.compile_only(["p.py", "--compile", str(tmp_path)], "bench/p.py",
+                                     "s.json", lambda: sizes, "how")
+    written = json.loads((tmp_path / "s.json").read_text())
+    assert written["probe"] == "bench/p.py --compile" and written["method"] == "how"
+    assert written["ptxas"] == "Cuda compilation tools 12.8"
+    assert written["points"] == [{"kernel": "k, head_dim=64", "sass_instructions": 10,
+                                  "registers": 168}]
+    with pytest.raises(SystemExit, match="usage: p.py --compile DIR"):
+        probe_common.compile_only(["p.py", "--compile"], "bench/p.py", "s.json", dict, "m")

@@ -37,11 +37,10 @@ import torch  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
     code_size,
-    environment,
-    load_module,
+    compile_only,
+    edited_copy,
     probe_args,
     probe_header,
-    ptxas_version,
     run_points,
     timing_method,
     write_points,
@@ -49,6 +48,7 @@ from scripts.probe_common import (  # noqa: E402
 
 PASSES = 3
 CANDIDATE = "lse2 from dQ"
+EXAMPLE = ROOT / "examples/attention_hopper.py"
 CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that the example's "
                "compile_for_sm90 builds for sm_90 (fp16); registers, spills and serialized-"
                "wgmma warnings from ptxas -v on its PTX; shared memory from the compiled "
@@ -164,28 +164,14 @@ UNDO = [
 ]
 
 
-def copy_module(tmp: Path, name: str, pairs):
-    """A copy of examples/attention_hopper.py with the (from, to) text replacements
-    `pairs` applied, loaded as module `name`."""
-    src = (ROOT / "examples/attention_hopper.py").read_text()
-    for old, new in pairs:
-        if src.count(old) != 1:
-            sys.exit(f"examples/attention_hopper.py has not exactly one {old.strip()[:60]!r}: "
-                     "UNDO no longer matches the example")
-        src = src.replace(old, new)
-    path = tmp / f"{name}.py"
-    path.write_text(src)
-    return load_module(name, path)
-
-
 def candidates(ex, tmp: Path) -> dict:
     """The two versions: the example and a copy of it with UNDO applied one way or the
     other (run 91: the example held the candidate)."""
-    if "lse2_ptr" in (ROOT / "examples/attention_hopper.py").read_text():
-        return {"lse in dK/dV": copy_module(tmp, "attention_hopper_lse_in_dkdv", UNDO),
+    if "lse2_ptr" in EXAMPLE.read_text():
+        return {"lse in dK/dV": edited_copy(EXAMPLE, tmp, "attention_hopper_lse_in_dkdv", UNDO),
                 CANDIDATE: ex}
     return {"lse in dK/dV": ex,
-            CANDIDATE: copy_module(tmp, "attention_hopper_lse2_from_dq",
+            CANDIDATE: edited_copy(EXAMPLE, tmp, "attention_hopper_lse2_from_dq",
                                    [(old, new) for new, old in UNDO])}
 
 
@@ -201,17 +187,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         mods = candidates(ex, Path(tmp))
-        if "--compile" in sys.argv:  # any machine: the code sizes
-            at = sys.argv.index("--compile") + 1
-            if at >= len(sys.argv):
-                sys.exit("usage: gluon_bwd_lse.py --compile DIR")
-            sizes = code_sizes(mods)
-            for name, res in sizes.items():
-                print(name, res)
-            header = {"probe": "benchmarks/evidence/attention/gluon_bwd_lse.py --compile",
-                      **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD}
-            write_points(Path(sys.argv[at]) / "bwd_lse_code_sizes.json", header,
-                         [{"kernel": name, **res} for name, res in sizes.items()])
+        if compile_only(sys.argv, "benchmarks/evidence/attention/gluon_bwd_lse.py",
+                        "bwd_lse_code_sizes.json", lambda: code_sizes(mods), CODE_METHOD):
             return
         args = probe_args()
         if args.smoke:

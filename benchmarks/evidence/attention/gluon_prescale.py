@@ -48,17 +48,17 @@ import torch  # noqa: E402
 from scripts.probe_common import (  # noqa: E402
     attention_inputs,
     code_size,
-    environment,
-    load_module,
+    compile_only,
+    edited_copy,
     probe_args,
     probe_header,
-    ptxas_version,
     run_points,
     timing_method,
-    write_points,  # noqa: E402
+    write_points,
 )
 
 CANDIDATE = "prescaled Q"
+EXAMPLE = ROOT / "examples/attention_hopper.py"
 METHOD = ("Inputs: seeded torch.randn, batch 32 x 16 heads; tolerance 2e-2 (fp16), 4e-2 (bf16) "
           "against SDPA's cuDNN backend. SASS size: the instructions nvdisasm lists in the cubin "
           "that compile_for_sm90 builds for sm_90 (fp16); registers and spills from ptxas -v.")
@@ -157,21 +157,7 @@ MORE_POINTS = [(dt, d, c, s) for d in (64, 128) for c in (False, True) for s in 
 
 def prescaled() -> bool:
     """Whether the example multiplies Q by qk_scale (it did in run 91 only)."""
-    return "q_regs" in (ROOT / "examples/attention_hopper.py").read_text()
-
-
-def edited_module(tmp: Path, name: str, edits):
-    """A copy of examples/attention_hopper.py with the (old, new) text replacements
-    `edits` applied, loaded as module `name`."""
-    src = (ROOT / "examples/attention_hopper.py").read_text()
-    for old, new in edits:
-        if src.count(old) != 1:
-            sys.exit(f"examples/attention_hopper.py has not exactly one {old.strip()[:60]!r}: "
-                     "the probe's replacements no longer match the example")
-        src = src.replace(old, new)
-    path = tmp / f"{name}.py"
-    path.write_text(src)
-    return load_module(name, path)
+    return "q_regs" in EXAMPLE.read_text()
 
 
 def candidates(ex, tmp: Path) -> dict:
@@ -179,9 +165,10 @@ def candidates(ex, tmp: Path) -> dict:
     with EDITS. Prescaled (run 91): a copy with UNDO, the code run 89 verified, and the
     example."""
     if prescaled():
-        return {"unscaled": edited_module(tmp, "attention_hopper_unscaled", UNDO),
+        return {"unscaled": edited_copy(EXAMPLE, tmp, "attention_hopper_unscaled", UNDO),
                 CANDIDATE: ex}
-    return {"example": ex, CANDIDATE: edited_module(tmp, "attention_hopper_prescaled", EDITS)}
+    return {"example": ex,
+            CANDIDATE: edited_copy(EXAMPLE, tmp, "attention_hopper_prescaled", EDITS)}
 
 
 def code_sizes(mods: dict) -> dict:
@@ -195,17 +182,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         mods = candidates(ex, Path(tmp))
-        if "--compile" in sys.argv:  # any machine: the code sizes
-            at = sys.argv.index("--compile") + 1
-            if at >= len(sys.argv):
-                sys.exit("usage: gluon_prescale.py --compile DIR")
-            sizes = code_sizes(mods)
-            for name, res in sizes.items():
-                print(name, res)
-            header = {"probe": "benchmarks/evidence/attention/gluon_prescale.py --compile",
-                      **environment(), "ptxas": ptxas_version(), "method": METHOD}
-            write_points(Path(sys.argv[at]) / "prescale_code_sizes.json", header,
-                         [{"kernel": name, **res} for name, res in sizes.items()])
+        if compile_only(sys.argv, "benchmarks/evidence/attention/gluon_prescale.py",
+                        "prescale_code_sizes.json", lambda: code_sizes(mods), METHOD):
             return
         args = probe_args()
         if args.smoke:
