@@ -8,9 +8,9 @@ block's log-sum-exp into base 2, right after its global load. ``ptxas`` places t
 instructions, so each consumer waits for the load (long scoreboard) before it can issue its
 matmuls. The candidate: the dQ kernel, which runs first and already holds each row's
 ``lse * log2(e)``, stores its negation in a second buffer, and the dK/dV kernel loads that;
-the value's first use is then the FMA ``s * qk_scale + (-lse2)`` after the matmuls, and the
-SASS has no instruction between the ring's barrier wait and the first ``HGMMA`` that reads the
-load. Run 91 timed it in ``examples/attention_hopper.py`` against the previous code (commit
+the value's first use is then the FMA ``s * qk_scale + (-lse2)`` after the matmuls: in the
+SASS no instruction that reads the load sits between the ring's barrier wait and the first
+``HGMMA``. Run 91 timed it in ``examples/attention_hopper.py`` against the previous code (commit
 091e21f), rebuilt with the text replacements in ``UNDO`` below; it was not faster at every
 point and the example went back to the previous code, so the probe now builds the candidate
 by applying the replacements the other way. Either copy is loaded under another module name
@@ -57,8 +57,8 @@ CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that the
 POINTS = [("fp16", 64, False, 1024), ("bf16", 64, False, 1024), ("fp16", 64, False, 4096),
           ("fp16", 128, False, 1024), ("fp16", 64, True, 1024), ("fp16", 128, False, 4096),
           ("bf16", 64, False, 4096), ("fp16", 128, True, 4096)]
-# (the example's text, the text it replaced: the dK/dV kernel reading lse itself, as at commit
-# 091e21f)
+# (run 91's example, the candidate; the text it replaced, which the example holds again: the
+# dK/dV kernel reading lse itself, as at commit 091e21f)
 UNDO = [
     (('@gluon.jit\n'
       'def _dkdv_step(i, k_wg, v_wg, q_bufs, do_bufs, ready, empty, lse2_ptr, delta_ptr, dk,\n'),
@@ -214,11 +214,14 @@ def main() -> None:
         sizes = code_sizes(mods)
         rows, skipped = run_points(points, setup, PASSES, timing, args.budget, "sdpa-cudnn",
                                    graphs=(False,))
+        kernels = (CANDIDATE + ": examples/attention_hopper.py's backward; lse in dK/dV: a "
+                   "copy of it with the probe's UNDO applied"
+                   if "lse2_ptr" in EXAMPLE.read_text() else
+                   "lse in dK/dV: examples/attention_hopper.py's backward; " + CANDIDATE
+                   + ": a copy of it with the probe's UNDO applied the other way")
         header = probe_header("benchmarks/evidence/attention/gluon_bwd_lse.py",
                               METHOD + " " + CODE_METHOD,
-                              kernels=CANDIDATE + " and lse in dK/dV: "
-                                      "examples/attention_hopper.py's backward and a copy of "
-                                      "it with the probe's UNDO applied (one way or the other)",
+                              kernels=kernels,
                               passes=PASSES, budget_s=args.budget, skipped=skipped, code=sizes)
         write_points(args.out / "gluon_bwd_lse.json", header, rows)
 

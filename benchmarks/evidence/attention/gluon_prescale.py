@@ -4,7 +4,8 @@ Why: at head dim 64 each S element costs the tensor cores 256 FLOPs (Q K^T and P
 consumer one ``ex2``. An H100 SM does 4096 dense fp16 FLOPs a clock and 16 ``ex2`` (the MUFU
 pipe, CUDA programming guide's throughput table), so at the tensor cores' peak the exponentials
 alone fill the MUFU pipe, and by count the issue slots could be short too: compiled for sm_90,
-the example's step loop is 480 SASS instructions a warp per key block, two consumer warps
+the example's step loop is 480 SASS instructions a warp per key block (nvdisasm, counted by
+hand), two consumer warps
 share each scheduler, and a 64 x 128 x 64 block pair keeps the tensor cores busy for about
 1024 clocks a CTA. (Run 90's profile then found the consumers issuing in about a fifth of
 their samples: at seq 1024 they wait more than they issue.) Each score costs a subtraction
@@ -78,7 +79,8 @@ EDITS = [
     ("    lse = (m_i * qk_scale + gl.log2(l_i)) * LN2",
      "    lse = (m_i + gl.log2(l_i)) * LN2"),
 ]
-# (the example's text, the text it replaced: Q not prescaled, as at commit f8b6157 / run 89)
+# (run 91's example, prescaled; the text it replaced, which the example holds again: Q not
+# prescaled, as at commit f8b6157 / run 89)
 UNDO = [
     (('#\n'
       '# `_softmax_block` is the online softmax of `examples/attention.py` in base 2.\n'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where in its loop the Gluon attention forward's warps wait: Nsight Compute's warp-state samples,
+# Where in their loops the Gluon attention kernels' warps wait: Nsight Compute's warp-state samples,
 # instruction by instruction.
 #
 #   OUT=/some/folder [CASES="gluon_d64_causal_1024 gluon_bwd_d64_1024@dq_kernel ..."] bash benchmarks/evidence/attention/profile_gluon_sass.sh

@@ -5,7 +5,9 @@ each sample names the SASS instruction the warp was at and whether it issued. Th
 (``ncu -i REPORT --page source --csv --print-source sass``) has one row per instruction, its
 address, its text and its sample counts. This script adds them up, no GPU needed:
 
-* by instruction class (tensor-core ``WGMMA`` and its fences, barrier waits, ``MUFU`` exp2,
+* by partition (``roles``: the consumer warpgroups, the producer, idle warps), with each
+  one's warp states;
+* by instruction class (tensor-core ``HGMMA`` and its fences, barrier waits, ``MUFU`` exp2,
   other float math, shared and TMA memory, conversions, the rest), so that a kernel's time reads
   as "where its warps were";
 * by opcode;
@@ -31,18 +33,19 @@ import json
 import sys
 from pathlib import Path
 
-# (class, opcode prefixes), first match wins
+# (class, SASS opcodes: an instruction's first word up to its first dot)
 CLASSES = (
-    ("wgmma", ("WGMMA", "WARPGROUP")),
+    ("wgmma", ("HGMMA", "BGMMA", "IGMMA", "QGMMA", "WARPGROUP")),  # wgmma in SASS
     ("barrier wait", ("SYNCS", "BAR", "WARPSYNC", "NANOSLEEP", "YIELD", "DEPBAR", "MEMBAR")),
     ("exp2", ("MUFU",)),
-    ("float math", ("FFMA", "FMUL", "FADD", "FMNMX", "FSEL", "FSETP", "FCHK", "HMUL", "HFMA",
-                    "HADD", "HMNMX")),
-    ("shared / TMA memory", ("LDS", "STS", "LDSM", "STSM", "UTMA", "UBLKCP", "LDGSTS", "ULDC")),
-    ("global memory", ("LDG", "STG", "RED", "ATOM", "LD.", "ST.")),
-    ("conversion", ("F2F", "F2FP", "I2F", "F2I")),
+    ("float math", ("FFMA", "FMUL", "FADD", "FMNMX", "FSEL", "FSETP", "FCHK", "HMUL2", "HFMA2",
+                    "HADD2", "HMNMX2")),
+    ("shared / TMA memory", ("LDS", "STS", "LDSM", "STSM", "UTMALDG", "UTMASTG", "UTMAPF",
+                             "UTMACCTL", "UBLKCP", "LDGSTS")),
+    ("global memory", ("LDG", "STG", "RED", "ATOM", "ATOMG", "LD", "ST")),
+    ("conversion", ("F2F", "F2FP", "I2F", "I2FP", "F2I")),
     ("shuffle", ("SHFL",)),
-    ("branch", ("BRA", "BSYNC", "BSSY", "EXIT", "RET", "CALL", "BMOV", "WARPSYNC")),
+    ("branch", ("BRA", "BRX", "BSYNC", "BSSY", "EXIT", "RET", "CALL", "BMOV")),
 )
 
 
@@ -84,10 +87,8 @@ def roles(instrs: list[dict]) -> list[str]:
 
 
 def instruction_class(op: str) -> str:
-    for name, prefixes in CLASSES:
-        if any(op.startswith(p) for p in prefixes):
-            return name
-    return "other"
+    first = op.split(".")[0]
+    return next((name for name, ops in CLASSES if first in ops), "other")
 
 
 def _number(text: str) -> float:
@@ -168,8 +169,8 @@ def summarize(path: Path, top: int = 25, busy: bool = True) -> dict:
         return out
 
     def by_class_of_consumers():
-        """For the consumer warps' two largest states: how their samples split over the
-        instruction classes."""
+        """For each state of the consumer warps: how its samples split over the instruction
+        classes (``points`` keeps ``wait`` and ``selected``)."""
         mine = [x for x in instrs if x["role"].startswith("consumer")]
         out = {}
         for r in reasons:
