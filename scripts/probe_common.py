@@ -124,16 +124,16 @@ def load_module(name: str, path):
     return module
 
 
-def edited_copy(source: Path, folder: Path, name: str, pairs) -> object:
+def edited_copy(source: Path, folder: Path, name: str, pairs, hint: str = "") -> object:
     """The file ``source`` with the ``(old, new)`` text replacements ``pairs`` applied in
     order, written to ``folder/name.py`` and loaded as module ``name`` (a candidate built from
     an example: its kernels get a compile cache of their own). Each ``old`` must occur exactly
-    once when its turn comes; otherwise SystemExit names it."""
+    once when its turn comes; otherwise SystemExit names it (and adds ``hint``)."""
     src = Path(source).read_text()
     for old, new in pairs:
         if src.count(old) != 1:
             raise SystemExit(f"{source} has not exactly one {old.strip()[:60]!r}: the "
-                             "probe's text replacements no longer match it")
+                             "probe's text replacements no longer match it" + hint)
         src = src.replace(old, new)
     path = Path(folder) / f"{name}.py"
     path.write_text(src)

@@ -282,6 +282,9 @@ def test_edited_copy_refuses_a_replacement_that_does_not_match_once(tmp_path):
         probe_common.edited_copy(source, tmp_path, "twice", [("x = 1", "x = 2")])
     with pytest.raises(SystemExit, match="not exactly one 'y'"):
         probe_common.edited_copy(source, tmp_path, "never", [("y", "z")])
+    with pytest.raises(SystemExit, match="match it; apply the patch first$"):
+        probe_common.edited_copy(source, tmp_path, "hinted", [("y", "z")],
+                                 "; apply the patch first")
 
 
 def test_compile_only_writes_the_sizes_with_a_header_and_is_off_without_the_flag(tmp_path,

@@ -33,10 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT / "examples"), str(ROOT), str(Path(__file__).resolve().parent)]
 
-import torch  # noqa: E402
+from gluon_bwd_one_loop import CODE_METHOD, backward_setup, code_sizes  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
-    code_size,
     compile_only,
     edited_copy,
     probe_args,
@@ -49,10 +48,6 @@ from scripts.probe_common import (  # noqa: E402
 PASSES = 3
 CANDIDATE = "lse2 from dQ"
 EXAMPLE = ROOT / "examples/attention_hopper.py"
-CODE_METHOD = ("SASS size: the instructions nvdisasm lists in the cubin that the example's "
-               "compile_for_sm90 builds for sm_90 (fp16); registers, spills and serialized-"
-               "wgmma warnings from ptxas -v on its PTX; shared memory from the compiled "
-               "kernel's metadata.")
 # (dtype, head_dim, causal, seq): the misses at head dim 64 first
 POINTS = [("fp16", 64, False, 1024), ("bf16", 64, False, 1024), ("fp16", 64, False, 4096),
           ("fp16", 128, False, 1024), ("fp16", 64, True, 1024), ("fp16", 128, False, 4096),
@@ -175,13 +170,6 @@ def candidates(ex, tmp: Path) -> dict:
                                    [(old, new) for new, old in UNDO])}
 
 
-def code_sizes(mods: dict) -> dict:
-    return {f"{name}, {kernel}, head_dim={d}, causal={causal}":
-            code_size(mod.compile_for_sm90(torch.float16, d, causal, kernel))
-            for name, mod in mods.items() for kernel in ("dq", "dkdv") for d in (64, 128)
-            for causal in (False, True)}
-
-
 def main() -> None:
     import attention_hopper as ex
 
@@ -193,22 +181,10 @@ def main() -> None:
         args = probe_args()
         if args.smoke:
             sys.exit("gluon_bwd_lse.py needs an sm_90 GPU: Gluon has no interpreter")
-        from hopper_bwd import METHOD, backward_flops, backward_inputs
+        from hopper_bwd import METHOD
 
-        from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
         device, timing = timing_method(args.smoke)
-
-        def setup(pt):
-            q, k, v, do, leaves = backward_inputs(pt, device, args.smoke)
-            causal = pt["causal"]
-            out = _sdpa(*leaves, causal, SDPA_BACKENDS["sdpa-cudnn"])
-            o, lse = ex.attention_hopper_forward(q, k, v, causal)
-            fns = {"sdpa-cudnn": lambda: torch.autograd.grad(out, leaves, do,
-                                                             retain_graph=True)}
-            for name, mod in mods.items():
-                fns[name] = lambda mod=mod: mod.attention_hopper_backward(do, q, k, v, o, lse,
-                                                                          causal)
-            return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt)
+        setup = backward_setup(ex, mods, device, args.smoke)
 
         points = ({"dtype": dt, "head_dim": d, "causal": c, "seq": s} for dt, d, c, s in POINTS)
         sizes = code_sizes(mods)

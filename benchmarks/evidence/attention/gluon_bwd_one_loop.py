@@ -41,11 +41,10 @@ import torch  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
     code_size,
-    environment,
-    load_module,
+    compile_only,
+    edited_copy,
     probe_args,
     probe_header,
-    ptxas_version,
     run_points,
     timing_method,
     write_points,
@@ -96,17 +95,9 @@ UNDO = [
 
 def two_loop_module(tmp: Path):
     """A copy of examples/attention_hopper.py with UNDO applied, as its own module."""
-    src = (ROOT / "examples/attention_hopper.py").read_text()
-    for new, old in UNDO:
-        if src.count(new) != 1:
-            sys.exit(f"examples/attention_hopper.py has not exactly one {new.strip()[:60]!r}: "
-                     "UNDO no longer matches the example (the candidate is "
-                     "benchmarks/evidence/attention/run90/bwd_one_loop.patch: "
-                     "git apply it first)")
-        src = src.replace(new, old)
-    path = tmp / "attention_hopper_two_loops.py"
-    path.write_text(src)
-    return load_module("attention_hopper_two_loops", path)
+    return edited_copy(ROOT / "examples/attention_hopper.py", tmp, "attention_hopper_two_loops",
+                       UNDO, " (the candidate is benchmarks/evidence/attention/run90/"
+                       "bwd_one_loop.patch: git apply it first)")
 
 
 def code_sizes(mods: dict) -> dict:
@@ -114,6 +105,28 @@ def code_sizes(mods: dict) -> dict:
             code_size(mod.compile_for_sm90(torch.float16, d, causal, kernel))
             for name, mod in mods.items() for kernel in ("dq", "dkdv") for d in (64, 128)
             for causal in (False, True)}
+
+
+def backward_setup(ex, mods: dict, device, smoke: bool):
+    """``run_points``' setup for backward points: cuDNN's backward through autograd (the
+    reference) and ``attention_hopper_backward`` of each module in ``mods``, all on one
+    forward of the example; ``hopper_bwd.py``'s inputs, tolerances and FLOPs."""
+    from hopper_bwd import backward_flops, backward_inputs
+
+    from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
+
+    def setup(pt):
+        q, k, v, do, leaves = backward_inputs(pt, device, smoke)
+        causal = pt["causal"]
+        out = _sdpa(*leaves, causal, SDPA_BACKENDS["sdpa-cudnn"])
+        o, lse = ex.attention_hopper_forward(q, k, v, causal)
+        fns = {"sdpa-cudnn": lambda: torch.autograd.grad(out, leaves, do, retain_graph=True)}
+        for name, mod in mods.items():
+            fns[name] = lambda mod=mod: mod.attention_hopper_backward(do, q, k, v, o, lse,
+                                                                      causal)
+        return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt)
+
+    return setup
 
 
 def points():
@@ -129,38 +142,16 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         mods = {"two loops": two_loop_module(Path(tmp)), "one loop": ex}
-        if "--compile" in sys.argv:  # any machine: the code sizes, into DIR/bwd_one_loop_code_sizes.json
-            at = sys.argv.index("--compile") + 1
-            if at >= len(sys.argv):
-                sys.exit("usage: gluon_bwd_one_loop.py --compile DIR")
-            sizes = code_sizes(mods)
-            for name, res in sizes.items():
-                print(name, res)
-            header = {"probe": "benchmarks/evidence/attention/gluon_bwd_one_loop.py --compile",
-                      **environment(), "ptxas": ptxas_version(), "method": CODE_METHOD}
-            write_points(Path(sys.argv[at]) / "bwd_one_loop_code_sizes.json", header,
-                         [{"kernel": name, **res} for name, res in sizes.items()])
+        if compile_only(sys.argv, "benchmarks/evidence/attention/gluon_bwd_one_loop.py",
+                        "bwd_one_loop_code_sizes.json", lambda: code_sizes(mods), CODE_METHOD):
             return
         args = probe_args()
         if args.smoke:
             sys.exit("gluon_bwd_one_loop.py needs an sm_90 GPU: Gluon has no interpreter")
-        from hopper_bwd import METHOD, backward_flops, backward_inputs
+        from hopper_bwd import METHOD
 
-        from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
         device, timing = timing_method(args.smoke)
-
-        def setup(pt):
-            q, k, v, do, leaves = backward_inputs(pt, device, args.smoke)
-            causal = pt["causal"]
-            out = _sdpa(*leaves, causal, SDPA_BACKENDS["sdpa-cudnn"])
-            o, lse = ex.attention_hopper_forward(q, k, v, causal)
-            fns = {"sdpa-cudnn": lambda: torch.autograd.grad(out, leaves, do,
-                                                             retain_graph=True)}
-            for name, mod in mods.items():
-                fns[name] = lambda mod=mod: mod.attention_hopper_backward(do, q, k, v, o, lse,
-                                                                          causal)
-            return fns, (4e-2 if pt["dtype"] == "fp16" else 8e-2), backward_flops(q, pt)
-
+        setup = backward_setup(ex, mods, device, args.smoke)
         sizes = code_sizes(mods)
         rows, skipped = run_points(points(), setup, PASSES, timing, args.budget, "sdpa-cudnn",
                                    graphs=(False,))

@@ -16,16 +16,12 @@ repository root, on an sm_90 GPU with ``ncu``::
         gluon_d64_causal_1024_cudnn gluon_d128_1024 gluon_d128_1024_cudnn
 """
 
-import importlib.util
 import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-def load(path: str):
-    spec = importlib.util.spec_from_file_location("profile_missed", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["profile_missed"] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+from scripts.probe_common import profile_missed_with  # noqa: E402
 
 
 def cases(Case) -> dict:
@@ -51,6 +47,4 @@ def cases(Case) -> dict:
 
 
 if __name__ == "__main__":
-    probe = load(sys.argv[1])
-    probe.CASES.update(cases(probe.Case))
-    raise SystemExit(probe.main(sys.argv[2:]))
+    raise SystemExit(profile_missed_with(cases))

@@ -236,7 +236,7 @@ def points(result: dict) -> list[dict]:
             rows.append({"case": case, "warps": "producer",
                          "share_of_busy": round(g["samples"] / busy, 4),
                          **{f"reason_{k}": v for k, v in g["reasons"].items()}})
-        total = sum(s["totals"][c] for c in (s["ranked_column"],))
+        total = s["totals"][s["ranked_column"]]
         for rank, x in enumerate(s["hottest"], 1):
             rows.append({"case": case, "rank": rank, "role": x["role"], "sass": x["sass"],
                          "share_of_busy": round(x["samples"] / busy, 4),
