@@ -5,10 +5,13 @@ warps issuing in about a fifth of their samples and waiting on the previous inst
 in a quarter. Compiled for sm_90, the row max of each 64 x 128 S tile is one chain: ``gl.reduce``
 combines a thread's 32 values of a row one after another (32 dependent ``FMNMX``, nvdisasm), and
 no ``exp2`` of the row can start before the chain ends; the row sum of P is a chain of 32
-``FADD`` the same way. The example now folds each row three times first (the left half of the
+``FADD`` the same way. The candidate folds each row three times first (the left half of the
 columns against the right half, ``gl.split`` on a view that moves no data), so each fold is
 independent work, then reduces the 16 columns left: the same instructions, 8 deep instead of 32.
-The maximum is exact either way; the sum adds in another order.
+The maximum is exact either way; the sum adds in another order. Run 92 (an H100) timed it with
+the trees in the example (``run92/tree_reductions.patch`` applied; its GPU check passed): slower
+at head dim 64, no faster at 128. Not kept: the example holds the chains, and the probe builds
+the trees with ``EDITS``.
 
 Candidates at the forward points of ``POINTS`` (``benchmarks/cases/attention_hopper.py``'s
 inputs: batch 32 x 16 heads): ``sdpa-cudnn`` (the reference), ``chain`` (the code run 89
