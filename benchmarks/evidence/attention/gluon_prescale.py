@@ -179,6 +179,25 @@ def code_sizes(mods: dict) -> dict:
             for name, mod in mods.items() for d in (64, 128) for causal in (False, True)}
 
 
+def forward_setup(mods: dict, device, smoke: bool):
+    """``setup(pt)`` for ``run_points`` at a forward point: SDPA's cuDNN backend (the reference)
+    and each module's ``attention_hopper`` on the same seeded inputs (the benchmark's batch and
+    heads), the tolerance (2e-2 fp16, 4e-2 bf16) and the point's FLOPs."""
+    from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
+    from benchmarks.cases.attention_hopper import BATCH, HEADS
+
+    def setup(pt):
+        q, k, v = attention_inputs(pt, BATCH, HEADS, device, smoke)
+        torch.cuda.empty_cache()
+        causal, d, seq = pt["causal"], pt["head_dim"], pt["seq"]
+        fns = {"sdpa-cudnn": lambda: _sdpa(q, k, v, causal, SDPA_BACKENDS["sdpa-cudnn"])}
+        for name, mod in mods.items():
+            fns[name] = lambda mod=mod: mod.attention_hopper(q, k, v, causal)
+        flops = 4.0 * BATCH * HEADS * seq * seq * d * (0.5 if causal else 1.0)
+        return fns, (2e-2 if pt["dtype"] == "fp16" else 4e-2), flops
+    return setup
+
+
 def main() -> None:
     import attention_hopper as ex
 
@@ -190,19 +209,9 @@ def main() -> None:
         args = probe_args()
         if args.smoke:
             sys.exit("gluon_prescale.py needs an sm_90 GPU: Gluon has no interpreter")
-        from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
         from benchmarks.cases.attention_hopper import BATCH, HEADS
         device, timing = timing_method(args.smoke)
-
-        def setup(pt):
-            q, k, v = attention_inputs(pt, BATCH, HEADS, device, args.smoke)
-            torch.cuda.empty_cache()
-            causal, d, seq = pt["causal"], pt["head_dim"], pt["seq"]
-            fns = {"sdpa-cudnn": lambda: _sdpa(q, k, v, causal, SDPA_BACKENDS["sdpa-cudnn"])}
-            for name, mod in mods.items():
-                fns[name] = lambda mod=mod: mod.attention_hopper(q, k, v, causal)
-            flops = 4.0 * BATCH * HEADS * seq * seq * d * (0.5 if causal else 1.0)
-            return fns, (2e-2 if pt["dtype"] == "fp16" else 4e-2), flops
+        setup = forward_setup(mods, device, args.smoke)
 
         points = ({"dtype": dt, "head_dim": d, "causal": c, "seq": s}
                   for dt, d, c, s in (POINTS if not prescaled() else MORE_POINTS))

@@ -36,12 +36,13 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path[:0] = [str(ROOT / "examples"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "examples"), str(ROOT), str(Path(__file__).resolve().parent)]
 
 import torch  # noqa: E402
+from gluon_prescale import METHOD as PRESCALE_METHOD  # noqa: E402
+from gluon_prescale import forward_setup  # noqa: E402
 
 from scripts.probe_common import (  # noqa: E402
-    attention_inputs,
     code_size,
     compile_only,
     edited_copy,
@@ -54,10 +55,8 @@ from scripts.probe_common import (  # noqa: E402
 )
 
 EXAMPLE = ROOT / "examples/attention_hopper.py"
-METHOD = ("Inputs: seeded torch.randn, batch 32 x 16 heads; tolerance 2e-2 (fp16), 4e-2 (bf16) "
-          "against SDPA's cuDNN backend. SASS size: the instructions nvdisasm lists in the cubin "
-          "that compile_for_sm90 builds for sm_90 (fp16); registers and spills from ptxas -v; "
-          "longest FMNMX and FADD chains: longest_chains() below, on the same SASS.")
+METHOD = (PRESCALE_METHOD[:-1] + "; longest FMNMX and FADD chains: longest_chains() below, on "
+          "the same SASS.")
 _HELPERS = '''
 
 @gluon.jit
@@ -169,19 +168,9 @@ def main() -> None:
         args = probe_args()
         if args.smoke:
             sys.exit("gluon_tree.py needs an sm_90 GPU: Gluon has no interpreter")
-        from benchmarks.cases.attention import SDPA_BACKENDS, _sdpa
         from benchmarks.cases.attention_hopper import BATCH, HEADS
         device, timing = timing_method(args.smoke)
-
-        def setup(pt):
-            q, k, v = attention_inputs(pt, BATCH, HEADS, device, args.smoke)
-            torch.cuda.empty_cache()
-            causal, d, seq = pt["causal"], pt["head_dim"], pt["seq"]
-            fns = {"sdpa-cudnn": lambda: _sdpa(q, k, v, causal, SDPA_BACKENDS["sdpa-cudnn"])}
-            for name, mod in mods.items():
-                fns[name] = lambda mod=mod: mod.attention_hopper(q, k, v, causal)
-            flops = 4.0 * BATCH * HEADS * seq * seq * d * (0.5 if causal else 1.0)
-            return fns, (2e-2 if pt["dtype"] == "fp16" else 4e-2), flops
+        setup = forward_setup(mods, device, args.smoke)
 
         points = ({"dtype": dt, "head_dim": d, "causal": c, "seq": s}
                   for dt, d, c, s in POINTS)
