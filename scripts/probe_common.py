@@ -92,15 +92,20 @@ def ptxas_usage(ptx: str, log: str | None = None) -> dict:
             "spill_load_bytes": int(spills.group(2))}
 
 
-def sass_instructions(cubin: bytes) -> int:
-    """How many instructions ``nvdisasm`` (beside the wheel's ptxas) lists in a cubin."""
+def disassemble(cubin: bytes) -> str:
+    """The SASS of a cubin, as ``nvdisasm -c`` (beside the wheel's ptxas) prints it."""
     nvdisasm = ptxas().parent / "nvdisasm"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
-        out = subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True,
-                             check=True).stdout
-    return sum(1 for line in out.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line))
+        return subprocess.run([str(nvdisasm), "-c", f.name], capture_output=True, text=True,
+                              check=True).stdout
+
+
+def sass_instructions(cubin: bytes) -> int:
+    """How many instructions ``nvdisasm`` (beside the wheel's ptxas) lists in a cubin."""
+    return sum(1 for line in disassemble(cubin).splitlines()
+               if re.match(r"\s+/\*[0-9a-f]{4,}\*/", line))
 
 
 def code_size(kernel) -> dict:

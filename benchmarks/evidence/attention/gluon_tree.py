@@ -30,7 +30,6 @@ Usage (repository root): on an sm_90 GPU ``python benchmarks/evidence/attention/
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -45,10 +44,10 @@ from gluon_prescale import forward_setup  # noqa: E402
 from scripts.probe_common import (  # noqa: E402
     code_size,
     compile_only,
+    disassemble,
     edited_copy,
     probe_args,
     probe_header,
-    ptxas,
     run_points,
     timing_method,
     write_points,
@@ -124,11 +123,7 @@ def longest_chains(cubin: bytes, opcodes=("FMNMX", "FADD")) -> dict:
     """For each opcode, the longest run of its instructions in the SASS (nvdisasm, in program
     order) each of which reads the register the previous one wrote: a chain of dependent
     operations, which issue one after another whatever else the warp could do."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        sass = subprocess.run([str(ptxas().parent / "nvdisasm"), "-c", f.name],
-                              capture_output=True, text=True, check=True).stdout
+    sass = disassemble(cubin)
     longest = dict.fromkeys(opcodes, 0)
     depth = {}  # register -> (opcode, chain length) of the instruction that last wrote it
     for line in sass.splitlines():
