@@ -242,31 +242,48 @@ def compile_report() -> None:
                   "tma", k.asm["ptx"].count("cp.async.bulk.tensor"), flush=True)
 
 
+def check_inputs(device, m: int, dtype):
+    """The check's seeded inputs on m rows: (dy, x, w, mean, rstd), mean and rstd from the
+    example's forward."""
+    import layer_norm as ex
+
+    g = torch.Generator(device=device).manual_seed(m)
+    x, dy = (torch.randn(m, N, device=device, dtype=dtype, generator=g) for _ in "ab")
+    w, b = (torch.randn(N, device=device, dtype=dtype, generator=g) for _ in "ab")
+    _, mean, rstd = ex.layer_norm_fwd(x, w, b, 1e-5)
+    return dy, x, w, mean, rstd
+
+
+def mismatches(got, want, dtype, what: str) -> list[str]:
+    """One line per gradient of (dx, dw, db) ``got`` outside the tolerance around ``want``
+    (rtol 1e-2 in fp16, 2e-2 in bf16; atol 1e-2 for dx, 2e-2 x max(1, largest |value|) for
+    dw and db); NaN counts as outside."""
+    tol = 1e-2 if dtype == torch.float16 else 2e-2
+    failed = []
+    for name, a, e in zip(("dx", "dw", "db"), got, want, strict=True):
+        atol = 1e-2 if name == "dx" else 2e-2 * max(1.0, e.float().abs().max().item())
+        d = (a.float() - e.float()).abs()
+        bad = ~(d <= atol + tol * e.float().abs())
+        if bad.any():
+            i = int(bad.flatten().nonzero()[0])
+            failed.append(f"{what} {name}: {int(bad.sum())} bad, first at (row, col) "
+                          f"{divmod(i, N)}, largest difference {d.max().item():.3g}")
+    return failed
+
+
 def check(device) -> None:
     import layer_norm as ex
 
     failed = []
     for dtype in (torch.float16, torch.bfloat16):
-        tol = 1e-2 if dtype == torch.float16 else 2e-2
         for m in (1, 7, 133, 4096):
-            g = torch.Generator(device=device).manual_seed(m)
-            x, dy = (torch.randn(m, N, device=device, dtype=dtype, generator=g) for _ in "ab")
-            w, b = (torch.randn(N, device=device, dtype=dtype, generator=g) for _ in "ab")
-            _, mean, rstd = ex.layer_norm_fwd(x, w, b, 1e-5)
+            dy, x, w, mean, rstd = check_inputs(device, m, dtype)
             want = ex.layer_norm_bwd(dy, x, w, mean, rstd)
             for warps, slots in SETTINGS:
                 print(f"{dtype} m={m} w{warps} slots{slots} ...", flush=True)  # a hang: here
                 got = gluon_bwd(dy, x, w, mean, rstd, warps, slots)
                 torch.cuda.synchronize()
-                for name, a, e in zip(("dx", "dw", "db"), got, want, strict=True):
-                    atol = 1e-2 if name == "dx" else 2e-2 * max(1.0, e.float().abs().max().item())
-                    d = (a.float() - e.float()).abs()
-                    bad = ~(d <= atol + tol * e.float().abs())  # NaN counts as bad
-                    if bad.any():
-                        i = int(bad.flatten().nonzero()[0])
-                        failed.append(f"{dtype} m={m} w{warps} slots{slots} {name}: "
-                                      f"{int(bad.sum())} bad, first at (row, col) "
-                                      f"{divmod(i, N)}, largest difference {d.max().item():.3g}")
+                failed += mismatches(got, want, dtype, f"{dtype} m={m} w{warps} slots{slots}")
             print(f"{dtype} m={m}: checked", flush=True)
     print("check passed" if not failed else "check FAILED:\n" + "\n".join(failed), flush=True)
     if failed:
