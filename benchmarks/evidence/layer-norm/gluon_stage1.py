@@ -242,12 +242,12 @@ def compile_report() -> None:
                   "tma", k.asm["ptx"].count("cp.async.bulk.tensor"), flush=True)
 
 
-def check_inputs(device, m: int, dtype):
-    """The check's seeded inputs on m rows: (dy, x, w, mean, rstd), mean and rstd from the
-    example's forward."""
+def check_inputs(device, m: int, dtype, seed: int | None = None):
+    """Seeded inputs on m rows (the seed: m unless given): (dy, x, w, mean, rstd), mean and
+    rstd from the example's forward."""
     import layer_norm as ex
 
-    g = torch.Generator(device=device).manual_seed(m)
+    g = torch.Generator(device=device).manual_seed(m if seed is None else seed)
     x, dy = (torch.randn(m, N, device=device, dtype=dtype, generator=g) for _ in "ab")
     w, b = (torch.randn(N, device=device, dtype=dtype, generator=g) for _ in "ab")
     _, mean, rstd = ex.layer_norm_fwd(x, w, b, 1e-5)
@@ -313,10 +313,7 @@ def main() -> None:
 
     def measure(dt_name, dtype):
         m = 2**26 // N
-        g = torch.Generator(device=device).manual_seed(N)
-        x, dy = (torch.randn(m, N, device=device, dtype=dtype, generator=g) for _ in "ab")
-        w, b = (torch.randn(N, device=device, dtype=dtype, generator=g) for _ in "ab")
-        _, mean, rstd = ex.layer_norm_fwd(x, w, b, 1e-5)
+        dy, x, w, mean, rstd = check_inputs(device, m, dtype, seed=N)
         src = torch.empty(3 * m * N // 2, device=device, dtype=dtype)
         dst = torch.empty_like(src)
         out = torch.empty_like(x)

@@ -109,13 +109,12 @@ def check(device, ex) -> list[str]:
 
 def measure(ex, device, timing, dt_name, dtype, timed_smem: bool) -> list[dict]:
     """The rows of one dtype: copy, the Triton stage 1 and (when checked) every smem setting."""
+    from gluon_stage1 import check_inputs
+
     from scripts.probe_common import summarize, time_interleaved
 
     m = 2**26 // N
-    g = torch.Generator(device=device).manual_seed(N)
-    x, dy = (torch.randn(m, N, device=device, dtype=dtype, generator=g) for _ in "ab")
-    w, b = (torch.randn(N, device=device, dtype=dtype, generator=g) for _ in "ab")
-    _, mean, rstd = ex.layer_norm_fwd(x, w, b, 1e-5)
+    dy, x, w, mean, rstd = check_inputs(device, m, dtype, seed=N)
     src = torch.empty(3 * m * N // 2, device=device, dtype=dtype)
     dst = torch.empty_like(src)
 
