@@ -215,29 +215,34 @@ def gluon_bwd(dy, x, weight, mean, rstd, warps=8, slots=2, groups=None):
     return dx, dw, db
 
 
-def compile_report() -> None:
+def compile_stage1(kernel, descs, warps: int, slots: int):
+    """A stage-1 kernel with this probe's signature (``ln_bwd_smem_kernel``, or the example's
+    ``layer_norm_bwd_smem_kernel``) compiled for sm_90 from its four descriptors, no GPU needed."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
 
+    xd, dyd, wd, dxd = descs
+    sig = {"x_desc": mangle_type(xd), "dy_desc": mangle_type(dyd),
+           "w_desc": mangle_type(wd), "dx_desc": mangle_type(dxd),
+           "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "dw_part_ptr": "*fp32",
+           "db_part_ptr": "*fp32", "n_rows": "i32", "WARPS": "constexpr",
+           "SLOTS": "constexpr"}
+    # as a launch specializes them: 16-byte aligned pointers, rows divisible by 16
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (4, 5, 6, 7, 8)}
+    src = GluonASTSource(kernel, sig, attrs=attrs, constexprs={"WARPS": warps, "SLOTS": slots})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+
+
+def compile_report() -> None:
     from scripts.probe_common import ptxas_usage
 
     for dtype in (torch.float16, torch.bfloat16):
         t = torch.empty(2, N, dtype=dtype)
-        xd, dyd, wd, dxd = _descs(t, t, t[0], t)
+        descs = _descs(t, t, t[0], t)
         for warps, slots in SETTINGS:
-            sig = {"x_desc": mangle_type(xd), "dy_desc": mangle_type(dyd),
-                   "w_desc": mangle_type(wd), "dx_desc": mangle_type(dxd),
-                   "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "dw_part_ptr": "*fp32",
-                   "db_part_ptr": "*fp32", "n_rows": "i32", "WARPS": "constexpr",
-                   "SLOTS": "constexpr"}
-            # as a launch specializes them: 16-byte aligned pointers, rows divisible by 16
-            attrs = {(i,): [["tt.divisibility", 16]] for i in (4, 5, 6, 7, 8)}
-            src = GluonASTSource(ln_bwd_smem_kernel, sig, attrs=attrs,
-                                 constexprs={"WARPS": warps, "SLOTS": slots})
-            k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                               options={"num_warps": warps})
+            k = compile_stage1(ln_bwd_smem_kernel, descs, warps, slots)
             print(dtype, f"w{warps} slots{slots}", ptxas_usage(k.asm["ptx"]), f"shared {k.metadata.shared}",
                   "tma", k.asm["ptx"].count("cp.async.bulk.tensor"), flush=True)
 

@@ -54,10 +54,7 @@ def _table(ex, setting):
 
 def compile_report(out: Path) -> None:
     import layer_norm as ex
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import mangle_type
+    from gluon_stage1 import compile_stage1
 
     from scripts.probe_common import environment, ptxas_usage, ptxas_version, write_points
 
@@ -66,16 +63,7 @@ def compile_report(out: Path) -> None:
         t = torch.empty(2, N, dtype=dtype)
         descs = ex._row_descriptors(t, t, t[0], t)
         for warps, slots in SETTINGS:
-            sig = {"x_desc": mangle_type(descs[0]), "dy_desc": mangle_type(descs[1]),
-                   "w_desc": mangle_type(descs[2]), "dx_desc": mangle_type(descs[3]),
-                   "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "dw_part_ptr": "*fp32",
-                   "db_part_ptr": "*fp32", "n_rows": "i32", "WARPS": "constexpr",
-                   "SLOTS": "constexpr"}
-            attrs = {(i,): [["tt.divisibility", 16]] for i in (4, 5, 6, 7, 8)}
-            src = GluonASTSource(ex.layer_norm_bwd_smem_kernel, sig, attrs=attrs,
-                                 constexprs={"WARPS": warps, "SLOTS": slots})
-            k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                               options={"num_warps": warps})
+            k = compile_stage1(ex.layer_norm_bwd_smem_kernel, descs, warps, slots)
             row = {"dtype": name, "warps": warps, "slots": slots, **ptxas_usage(k.asm["ptx"]),
                    "shared_bytes": k.metadata.shared,
                    "tma_copies": k.asm["ptx"].count("cp.async.bulk.tensor")}
