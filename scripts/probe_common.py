@@ -28,6 +28,7 @@ probes written before this module keep their own copies of these few lines.
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.util
 import json
 import os
@@ -92,8 +93,10 @@ def ptxas_usage(ptx: str, log: str | None = None) -> dict:
             "spill_load_bytes": int(spills.group(2))}
 
 
+@functools.lru_cache(maxsize=16)
 def disassemble(cubin: bytes) -> str:
-    """The SASS of a cubin, as ``nvdisasm -c`` (beside the wheel's ptxas) prints it."""
+    """The SASS of a cubin, as ``nvdisasm -c`` (beside the wheel's ptxas) prints it; kept for
+    the last few cubins, which ``code_size`` and a probe's own SASS reading both ask for."""
     nvdisasm = ptxas().parent / "nvdisasm"
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
